@@ -1,0 +1,116 @@
+"""Shared helpers for the benchmarks: JSON output, timing, subprocess servers.
+
+Subprocess servers get this process's environment plus PYTHONPATH=<repo root>
+(so they import this checkout) and GLIBC_TUNABLES=glibc.malloc.hugetlb=1, as
+PERFORMANCE.md recommends for task processes. GRPC_EXPERIMENTS is left to the
+package itself.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import statistics
+import subprocess
+import sys
+import time
+from typing import Iterator, List, Optional, Tuple
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HUGETLB = "glibc.malloc.hugetlb=1"
+
+SERVER_SCRIPT = (
+    "import sys\n"
+    "import nbcluster as tf\n"
+    "server = tf.train.Server.create_local_server()\n"
+    "print(server.target, flush=True)\n"
+    "server.join()\n"
+)
+
+
+def emit(row: dict) -> None:
+    print(json.dumps(row), flush=True)
+
+
+def child_env(hugetlb: bool = True) -> dict:
+    env = dict(os.environ)
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = REPO_ROOT + (os.pathsep + path if path else "")
+    if hugetlb:
+        tun = env.get("GLIBC_TUNABLES", "")
+        if HUGETLB not in tun:
+            env["GLIBC_TUNABLES"] = (tun + ":" if tun else "") + HUGETLB
+    return env
+
+
+def client_hugetlb() -> bool:
+    """Whether *this* process started with malloc hugetlb (only acts at start)."""
+    return HUGETLB in os.environ.get("GLIBC_TUNABLES", "")
+
+
+def read_line(proc: subprocess.Popen, timeout: float) -> Optional[str]:
+    """First stdout line of proc within timeout seconds (None on timeout/EOF)."""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    buf = b""
+    fd = proc.stdout.fileno()
+    try:
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                return None
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return None
+            buf += chunk
+    finally:
+        sel.close()
+    return buf.split(b"\n", 1)[0].decode()
+
+
+def stop_proc(proc: subprocess.Popen) -> None:
+    """Ends one subprocess we started, by its pid: SIGTERM, then SIGKILL."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    for f in (proc.stdout, proc.stderr):
+        if f is not None:
+            f.close()
+
+
+@contextlib.contextmanager
+def subprocess_server(timeout: float = 30.0) -> Iterator[Tuple[str, subprocess.Popen, float]]:
+    """Starts `create_local_server()` in a child; yields (target, proc, start_s)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", SERVER_SCRIPT], env=child_env(),
+                            cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    try:
+        target = read_line(proc, timeout)
+        elapsed = time.perf_counter() - start
+        if not target or not target.startswith("grpc://"):
+            raise RuntimeError(f"subprocess server gave no target in {timeout}s "
+                               f"(got {target!r}, rc={proc.poll()})")
+        yield target, proc, elapsed
+    finally:
+        stop_proc(proc)
+
+
+def percentile(values: List[float], q: float) -> float:
+    vals = sorted(values)
+    if not vals:
+        return float("nan")
+    k = (len(vals) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(vals) - 1)
+    return vals[lo] + (vals[hi] - vals[lo]) * (k - lo)
+
+
+def median(values: List[float]) -> float:
+    return statistics.median(values)

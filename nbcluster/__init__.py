@@ -1,0 +1,43 @@
+"""nbcluster: TensorFlow 1.x-style graphs and distributed servers, Jupyter-first.
+
+`import nbcluster as tf` gives the `tf.compat.v1` vocabulary for the op set
+nbcluster implements; `nbcluster.compat.v1` is this same namespace.
+"""
+from nbcluster import errors
+from nbcluster.framework.dtypes import (DType, as_dtype, bool, complex64, complex128,  # noqa: A004
+                                        double, float16, float32, float64, half, int8, int16,
+                                        int32, int64, resource, string, uint8, uint16, uint32,
+                                        uint64)
+from nbcluster.framework.tensor_shape import TensorShape
+from nbcluster.framework.device_spec import DeviceSpec
+from nbcluster.framework.graph import Graph, get_default_graph, reset_default_graph
+from nbcluster.framework.operation import Operation, Tensor
+from nbcluster.framework.constant import constant, convert_to_tensor
+from nbcluster.framework.graph_def import import_graph_def
+from nbcluster.framework.default_session import get_default_session
+from nbcluster.framework.scopes import (add_to_collection, colocate_with, container,
+                                        control_dependencies, device, get_collection,
+                                        name_scope)
+from nbcluster.ops.array import (concat, expand_dims, fill, identity, ones, ones_like,
+                                 placeholder, placeholder_with_default, reshape, shape,
+                                 squeeze, stack, transpose, zeros, zeros_like)
+from nbcluster.ops.control import group, no_op
+from nbcluster.ops.math import (abs, add, argmax, cast, divide, equal, exp, greater,  # noqa: A004
+                                greater_equal, less, less_equal, log, matmul, maximum,
+                                minimum, multiply, negative, not_equal, pow, reduce_max,
+                                reduce_mean, reduce_min, reduce_sum, sqrt, square, subtract,
+                                tanh)
+from nbcluster.ops.queue import FIFOQueue
+from nbcluster.ops.random import random_normal, random_uniform, set_random_seed
+from nbcluster.ops.state import (Variable, assign, assign_add, assign_sub, global_variables,
+                                 global_variables_initializer, initialize_all_variables,
+                                 is_variable_initialized, trainable_variables,
+                                 variables_initializer)
+from nbcluster import nn
+from nbcluster.client.session import InteractiveSession, Session
+from nbcluster.proto.config_pb2 import (ConfigProto, GPUOptions, GraphOptions,
+                                        OptimizerOptions, RPCOptions, RunMetadata, RunOptions)
+from nbcluster.proto.graph_pb2 import GraphDef, NodeDef
+from nbcluster import compat, distribute, train
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""L3: the client side: Session and the targets it connects to."""

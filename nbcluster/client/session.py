@@ -1,0 +1,191 @@
+"""Session: sends a graph to a master once, extends it, and runs steps.
+
+Target "" runs a private master and worker in this process; "grpc://h:p"
+talks to that server's master (directly, with no gRPC hop, when the server
+lives in this process).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Optional
+
+import numpy as np
+
+from nbcluster.client.fetches import FetchStructure
+from nbcluster.client.targets import connect
+from nbcluster.framework import default_session, dtypes
+from nbcluster.framework.graph import get_default_graph
+from nbcluster.framework.operation import Tensor
+from nbcluster.proto import config_pb2
+
+
+class DeviceAttributes:
+    """What `Session.list_devices()` returns per device (TF's names)."""
+
+    def __init__(self, proto) -> None:
+        self.name = proto.name
+        self.device_type = proto.device_type
+        self.memory_limit_bytes = proto.memory_limit
+        self.incarnation = proto.incarnation
+
+    def __repr__(self) -> str:
+        return (f"_DeviceAttributes({self.name}, {self.device_type}, "
+                f"{self.memory_limit_bytes}, {self.incarnation})")
+
+
+class Session:
+    """A connection to a master that runs this graph's steps.
+
+    Args:
+      target: "" (in process) or "grpc://host:port" of a Server.
+      graph: the graph to run (default: the default graph).
+      config: a ConfigProto, merged over the server's default session config.
+    Raises:
+      NotFoundError: `target` is not a known kind of target.
+    Example:
+      >>> with Session() as sess:
+      ...     sess.run(constant(2.0) * 3.0)
+      6.0
+    """
+
+    def __init__(self, target: str = "", graph=None, config=None) -> None:
+        if isinstance(target, bytes):
+            target = target.decode()
+        if config is not None and not isinstance(config, config_pb2.ConfigProto):
+            raise TypeError(f"config must be a tf.ConfigProto, but got {type(config)}")
+        self._target = target
+        self._graph = graph or get_default_graph()
+        self._config = config
+        self._master = connect(target, config)
+        self._handle: Optional[str] = None
+        self._sent = 0
+        self._closed = False
+        self._lock = threading.Lock()
+        self._default_ctx = None
+
+    graph = property(lambda self: self._graph)
+    sess_str = property(lambda self: self._target)
+
+    @property
+    def graph_def(self):
+        return self._graph.as_graph_def()
+
+    # -- running -----------------------------------------------------------
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Runs the ops and evaluates the tensors in `fetches` (any nesting)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        structure = FetchStructure(self._graph, fetches)
+        feeds = self._feeds(feed_dict)
+        handle = self._sync_graph()
+        values, metadata = self._master.run_step(
+            handle, feeds, [t.name for t in structure.tensors],
+            [op.name for op in structure.ops], options)
+        if run_metadata is not None and metadata is not None:
+            run_metadata.MergeFrom(metadata)
+        return structure.build([_unwrap_scalar(v) for v in values])
+
+    def _sync_graph(self) -> str:
+        with self._lock:
+            ops = self._graph._ops
+            if self._handle is None:
+                nodes = [op.to_node() for op in ops]
+                self._handle, self._sent = self._master.create_session(nodes, self._config)
+            elif len(ops) > self._sent:
+                nodes = [op.to_node() for op in ops[self._sent:]]
+                self._sent = self._master.extend_session(self._handle, nodes, self._sent)
+            return self._handle
+
+    def _feeds(self, feed_dict) -> dict:
+        feeds: dict = {}
+        for key, value in (feed_dict or {}).items():
+            try:
+                tensor = self._graph.as_graph_element(key, allow_operation=False)
+            except (KeyError, ValueError) as e:
+                raise ValueError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
+            except TypeError as e:
+                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
+            feeds[tensor.name] = _feed_value(tensor, value)
+        return feeds
+
+    # -- lifecycle -----------------------------------------------------------
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._handle is not None:
+            self._master.close_session(self._handle)
+
+    def list_devices(self) -> list:
+        handle = self._sync_graph()
+        return [DeviceAttributes(d) for d in self._master.list_devices(handle)]
+
+    def as_default(self):
+        return default_session.as_default(self)
+
+    def __enter__(self) -> "Session":
+        self._default_ctx = default_session.as_default(self)
+        self._default_ctx.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._default_ctx.__exit__(*exc)
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - a dying interpreter may have torn down gRPC
+            pass
+
+    @staticmethod
+    def reset(target: str, containers=None, config=None) -> None:
+        """Clears `containers` (all if None) on every worker of `target`'s cluster and
+        closes every session on its master."""
+        if isinstance(target, bytes):
+            target = target.decode()
+        connect(target, config).reset(list(containers or []))
+
+
+class InteractiveSession(Session):
+    """A Session that makes itself the default session when created."""
+
+    def __init__(self, target: str = "", graph=None, config=None) -> None:
+        super().__init__(target, graph, config)
+        default_session.push(self)
+
+    def close(self) -> None:
+        super().close()
+        default_session.remove(self)
+
+
+def _feed_value(tensor: Tensor, value) -> np.ndarray:
+    if isinstance(value, Tensor) or hasattr(value, "_as_graph_element"):
+        raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed "
+                        "values include Python scalars, strings, lists, numpy ndarrays, "
+                        "or TensorHandles.")
+    if tensor.dtype == dtypes.string:
+        from nbcluster.framework.constant import to_numpy
+        array = to_numpy(value, dtypes.string)
+    else:
+        try:
+            array = np.asarray(value, dtype=tensor.dtype.as_numpy_dtype)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"Cannot feed value {value!r} for Tensor '{tensor.name}' of "
+                             f"dtype {tensor.dtype.name}: {e}") from None
+    if not tensor.shape.is_compatible_with(array.shape):
+        raise ValueError(f"Cannot feed value of shape {array.shape} for Tensor "
+                         f"'{tensor.name}', which has shape '{tensor.shape}'")
+    return array
+
+
+def _unwrap_scalar(value):
+    # TF returns numpy scalars for 0-d results.
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype != object:
+        return value[()]
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value.item()
+    return value
+
+
+

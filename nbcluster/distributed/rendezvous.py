@@ -1,0 +1,83 @@
+"""Where a Send leaves a tensor and a Recv picks it up, per step.
+
+Key layout (TF's): "src_device;src_incarnation_hex;dst_device;tensor_name;frame:iter".
+A Recv whose producer lives on another task asks that task's worker
+(`WorkerClient.recv_tensor`); tensors flow worker to worker.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Optional
+
+from nbcluster import errors
+from nbcluster.framework.device_spec import DeviceSpec
+
+
+def make_key(src_device: str, incarnation: int, dst_device: str, tensor_name: str,
+             frame_iter: str = "0:0") -> str:
+    return f"{src_device};{incarnation:016x};{dst_device};{tensor_name};{frame_iter}"
+
+
+def parse_key(key: str) -> tuple:
+    parts = key.split(";")
+    if len(parts) != 5:
+        raise errors.InvalidArgumentError(None, None, f"Invalid rendezvous key: {key!r}")
+    src, incarnation, dst, name, frame = parts
+    try:
+        return src, int(incarnation, 16), dst, name, frame
+    except ValueError:
+        raise errors.InvalidArgumentError(None, None,
+                                          f"Invalid rendezvous key: {key!r}") from None
+
+
+def task_of(device: str) -> tuple:
+    spec = DeviceSpec.from_string(device)
+    return spec.job, spec.task
+
+
+class StepRendezvous:
+    """One step's tensors on one worker; a recv waits until the send lands."""
+
+    def __init__(self, step_id: int, remote_recv: Optional[Callable] = None,
+                 local_task: tuple = ("", 0)) -> None:
+        self.step_id = step_id
+        self._remote_recv = remote_recv
+        self._local_task = local_task
+        self._cond = threading.Condition()
+        self._values: dict[str, object] = {}
+        self.error: Optional[errors.OpError] = None
+
+    def send(self, key: str, value) -> None:
+        with self._cond:
+            self._values[key] = value
+            self._cond.notify_all()
+
+    def recv(self, key: str, ctx):
+        """The value for `key`, from here or from the producing task's worker."""
+        src = key.split(";", 1)[0]
+        if self._remote_recv is not None and task_of(src) != self._local_task:
+            return self._remote_recv(self.step_id, key, ctx)
+        return self.recv_local(key, ctx)
+
+    def recv_local(self, key: str, ctx=None, deadline: Optional[float] = None):
+        with self._cond:
+            if ctx is not None:
+                ctx.wait(self._cond, lambda: key in self._values or self.error is not None,
+                         f"tensor {key.split(';')[3]}")
+            else:
+                while key not in self._values and self.error is None:
+                    timeout = None if deadline is None else deadline - time.monotonic()
+                    if timeout is not None and timeout <= 0:
+                        raise errors.DeadlineExceededError(
+                            None, None, f"Timed out waiting for tensor {key}")
+                    self._cond.wait(timeout)
+            if key in self._values:
+                return self._values[key]
+            raise self.error
+
+    def abort(self, error: errors.OpError) -> None:
+        with self._cond:
+            if self.error is None:
+                self.error = error
+            self._cond.notify_all()

@@ -1,0 +1,229 @@
+"""Worker: runs registered graph partitions on one task's devices.
+
+It owns the task's devices and resources, splits each registered graph by
+device, plans each piece once, and per step runs the pieces concurrently
+with one rendezvous. Peers fetch tensors from it with `recv_tensor`.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Optional
+
+from nbcluster import errors
+from nbcluster.distributed import send_recv  # noqa: F401 - registers _Send/_Recv
+from nbcluster.distributed.partition import partition
+from nbcluster.distributed.rendezvous import StepRendezvous, parse_key, task_of
+from nbcluster.distributed.step_stats import build_step_stats
+from nbcluster.distributed.transport import RunGraphResult
+from nbcluster.framework.graph_def import nodes_to_proto
+from nbcluster.kernels import load_all
+from nbcluster.proto import worker_pb2
+from nbcluster.runtime.executor import Executor
+from nbcluster.runtime.resources import ResourceMgr
+from nbcluster.runtime.step import CancellationManager, StepContext
+
+load_all()
+_POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nbcluster-partition")
+
+
+class _Graph:
+    def __init__(self, executors: list, resources: ResourceMgr, remote_sends: bool,
+                 nodes: dict) -> None:
+        self.executors = executors
+        self.resources = resources
+        self.remote_sends = remote_sends
+        self.nodes = nodes  # device -> [Node], for partition_graphs
+
+
+class _Step:
+    def __init__(self, rendezvous: StepRendezvous) -> None:
+        self.rendezvous = rendezvous
+        self.cancellations: list[CancellationManager] = []
+        self.keep = False
+
+
+class Worker:
+    """The worker of task /job:`job`/task:`task`."""
+
+    def __init__(self, job: str, task: int, devices: list,
+                 peers: Optional[Callable] = None) -> None:
+        self.job, self.task = job, task
+        self.devices = {d.name: d for d in devices}
+        self.incarnation = devices[0].incarnation
+        self.resources = ResourceMgr()
+        self._peers = peers  # (job, task) -> WorkerClient, for remote recvs
+        self._lock = threading.Lock()
+        self._sessions: dict[str, ResourceMgr] = {}
+        self._graphs: dict[tuple, _Graph] = {}
+        self._steps: dict[int, _Step] = {}
+        self._handles = itertools.count(1)
+        self.started = time.time()
+        self.steps_run = 0
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self.last_error = ""
+
+    # -- status ------------------------------------------------------------
+    def get_status(self, timeout: Optional[float] = None):
+        response = worker_pb2.GetStatusResponse(
+            incarnation_start_unix_micros=int(self.started * 1e6), pid=os.getpid(),
+            host=socket.gethostname(), steps_run=self.steps_run, bytes_sent=self.bytes_sent,
+            bytes_received=self.bytes_received, active_sessions=len(self._sessions),
+            last_error=self.last_error, job_name=self.job, task_index=self.task)
+        for d in self.devices.values():
+            response.device_attributes.add(
+                name=d.name, device_type=d.device_type, memory_limit=d.memory_limit,
+                incarnation=d.incarnation, physical_device_desc=d.description)
+        return response
+
+    # -- sessions and graphs -------------------------------------------------
+    def create_worker_session(self, session_handle: str, isolate: bool) -> None:
+        if isolate:
+            with self._lock:
+                self._sessions.setdefault(session_handle, ResourceMgr())
+
+    def delete_worker_session(self, session_handle: str) -> None:
+        with self._lock:
+            mgr = self._sessions.pop(session_handle, None)
+            for key in [k for k in self._graphs if k[0] == session_handle]:
+                del self._graphs[key]
+        if mgr is not None:
+            mgr.clear()
+
+    def register_graph(self, session_handle: str, nodes: list, parallelism: int = 0) -> str:
+        for node in nodes:
+            if node.device not in self.devices:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Node '{node.name}' is assigned to device '{node.device}', "
+                                f"which is not a device of /job:{self.job}/task:{self.task}",
+                    node_name=node.name)
+        pieces = partition(nodes, key=lambda d: d, incarnation=lambda d: self.incarnation)
+        threads = parallelism or os.cpu_count() or 1
+        executors = [Executor(part, self.devices[dev], threads) for dev, part in pieces.items()]
+        remote = any(n.op == "_Send" and not n.attrs.get("client_terminated")
+                     and task_of(n.attrs["recv_device"]) != (self.job, self.task)
+                     for n in nodes)
+        with self._lock:
+            resources = self._sessions.get(session_handle, self.resources)
+            handle = f"{self.job}:{self.task}:g{next(self._handles)}"
+            self._graphs[(session_handle, handle)] = _Graph(executors, resources, remote, pieces)
+        return handle
+
+    def deregister_graph(self, session_handle: str, graph_handle: str) -> None:
+        with self._lock:
+            self._graphs.pop((session_handle, graph_handle), None)
+
+    # -- steps ---------------------------------------------------------------
+    def _step(self, step_id: int) -> _Step:
+        with self._lock:
+            step = self._steps.get(step_id)
+            if step is None:
+                step = self._steps[step_id] = _Step(StepRendezvous(
+                    step_id, self._remote_recv if self._peers else None, (self.job, self.task)))
+            return step
+
+    def run_graph(self, session_handle: str, graph_handle: str, step_id: int, feeds: dict,
+                  fetches: list, timeout: Optional[float] = None, collect_stats: bool = False,
+                  partition_graphs: bool = False) -> RunGraphResult:
+        graph = self._graphs.get((session_handle, graph_handle))
+        if graph is None:
+            raise errors.AbortedError(None, None, f"Graph handle {graph_handle!r} is not "
+                                                  f"registered on this worker (restarted?)")
+        step = self._step(step_id)
+        cancel = CancellationManager()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            step.cancellations.append(cancel)
+            step.keep = step.keep or graph.remote_sends
+            if step.rendezvous.error is not None:
+                cancel.cancel(step.rendezvous.error)
+        contexts = [StepContext(step_id, graph.resources, self.job, step.rendezvous, feeds,
+                                cancel, deadline, collect_stats) for _ in graph.executors]
+        try:
+            stats = self._run_all(graph.executors, contexts)
+        except errors.OpError as e:
+            step.rendezvous.abort(e)
+            self.last_error = f"{type(e).__name__}: {e.message}"
+            raise
+        finally:
+            if not step.keep:
+                with self._lock:
+                    self._steps.pop(step_id, None)
+        self.steps_run += 1
+        out: dict = {}
+        for ctx in contexts:
+            out.update(ctx.fetches)
+        missing = [f for f in fetches if f not in out]
+        if missing:
+            raise errors.InvalidArgumentError(None, None, f"Fetches {missing} were not produced "
+                                                          f"by graph {graph_handle}")
+        result = RunGraphResult(out)
+        if collect_stats:
+            result.step_stats = build_step_stats(
+                [(ex, rows) for ex, rows in zip(graph.executors, stats)])
+        if partition_graphs:
+            result.partition_graphs = [nodes_to_proto(p) for p in graph.nodes.values()]
+        return result
+
+    def _run_all(self, executors: list, contexts: list) -> list:
+        if len(executors) == 1:
+            return [executors[0].run(contexts[0])]
+        futures = [_POOL.submit(ex.run, ctx) for ex, ctx in zip(executors[1:], contexts[1:])]
+        results, first_error = [], None
+        try:
+            results.append(executors[0].run(contexts[0]))
+        except errors.OpError as e:
+            first_error = e
+        for f in futures:
+            try:
+                results.append(f.result())
+            except errors.OpError as e:
+                first_error = first_error or e
+        if first_error is not None:
+            raise contexts[0].cancellation.error or first_error
+        return results
+
+    def cleanup_graph(self, step_id: int) -> None:
+        """Ends a step: wakes anything still waiting in it, drops its tensors."""
+        with self._lock:
+            step = self._steps.pop(step_id, None)
+        if step is None:
+            return
+        error = errors.CancelledError(None, None, f"Step {step_id} was cancelled")
+        step.rendezvous.abort(error)
+        for cancel in step.cancellations:
+            cancel.cancel(error)
+
+    def cleanup_all(self, containers: Optional[list] = None) -> None:
+        self.resources.clear(containers or None)
+        with self._lock:
+            isolated = list(self._sessions.values())
+        for mgr in isolated:
+            mgr.clear(containers or None)
+
+    # -- tensors for peers ---------------------------------------------------
+    def recv_tensor(self, step_id: int, key: str, timeout: Optional[float] = None):
+        src, incarnation, _, _, _ = parse_key(key)
+        if task_of(src) != (self.job, self.task):
+            raise errors.InvalidArgumentError(None, None, f"Tensor {key!r} is not produced "
+                                                          f"on /job:{self.job}/task:{self.task}")
+        if incarnation != self.incarnation:
+            raise errors.AbortedError(None, None, f"Task /job:{self.job}/task:{self.task} was "
+                                                  f"restarted; the step's graph is stale")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        value = self._step(step_id).rendezvous.recv_local(key, deadline=deadline)
+        self.bytes_sent += getattr(value, "nbytes", 0)
+        return value
+
+    def _remote_recv(self, step_id: int, key: str, ctx):
+        job, task = task_of(key.split(";", 1)[0])
+        timeout = None if ctx.deadline is None else max(0.0, ctx.deadline - time.monotonic())
+        value = self._peers(job, task).recv_tensor(step_id, key, timeout)
+        self.bytes_received += getattr(value, "nbytes", 0)
+        return value
+

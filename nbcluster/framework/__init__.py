@@ -1,0 +1,1 @@
+"""L0: graphs, operations, tensors, scopes, device specs, dtypes and shapes."""

@@ -1,0 +1,189 @@
+"""Node <-> NodeDef and Graph <-> GraphDef conversion, and import_graph_def.
+
+Attribute values map by Python type: bool->b, int->i, float->f, str/bytes->s,
+DType->type, TensorShape->shape, ndarray->tensor, list->list.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import numpy as np
+
+from nbcluster.framework import dtypes
+from nbcluster.framework.node import Node, parse_input
+from nbcluster.framework.tensor_shape import TensorShape
+from nbcluster.framework.tensor_util import make_ndarray, make_tensor_proto
+from nbcluster.proto import graph_pb2
+
+PRODUCER_VERSION = 1
+
+
+def shape_to_proto(shape: TensorShape) -> "graph_pb2.TensorShapeProto":
+    proto = graph_pb2.TensorShapeProto()
+    if shape.rank is None:
+        proto.unknown_rank = True
+    else:
+        proto.dim.extend(graph_pb2.TensorShapeProto.Dim(size=-1 if d is None else d)
+                         for d in shape)
+    return proto
+
+
+def shape_from_proto(proto) -> TensorShape:
+    if proto.unknown_rank:
+        return TensorShape(None)
+    return TensorShape([None if d.size < 0 else d.size for d in proto.dim])
+
+
+def _fill_attr(attr, value) -> None:
+    if isinstance(value, bool):
+        attr.b = value
+    elif isinstance(value, (int, np.integer)):
+        attr.i = int(value)
+    elif isinstance(value, (float, np.floating)):
+        attr.f = float(value)
+    elif isinstance(value, str):
+        attr.s = value.encode("utf-8")
+    elif isinstance(value, bytes):
+        attr.s = value
+    elif isinstance(value, dtypes.DType):
+        attr.type = value.as_datatype_enum
+    elif isinstance(value, TensorShape):
+        attr.shape.CopyFrom(shape_to_proto(value))
+    elif isinstance(value, np.ndarray):
+        attr.tensor.CopyFrom(make_tensor_proto(value))
+    elif isinstance(value, (list, tuple)):
+        _fill_list(attr.list, list(value))
+        attr.SetInParent()
+    else:
+        raise TypeError(f"Cannot store attr value {value!r} of type {type(value).__name__}")
+
+
+def _fill_list(lst, values: list) -> None:
+    for v in values:
+        if isinstance(v, bool):
+            lst.b.append(v)
+        elif isinstance(v, (int, np.integer)):
+            lst.i.append(int(v))
+        elif isinstance(v, float):
+            lst.f.append(v)
+        elif isinstance(v, (str, bytes)):
+            lst.s.append(v.encode("utf-8") if isinstance(v, str) else v)
+        elif isinstance(v, dtypes.DType):
+            lst.type.append(v.as_datatype_enum)
+        elif isinstance(v, TensorShape):
+            lst.shape.append(shape_to_proto(v))
+        elif isinstance(v, np.ndarray):
+            lst.tensor.append(make_tensor_proto(v))
+        else:
+            raise TypeError(f"Cannot store list attr element {v!r}")
+
+
+def _decode_s(raw: bytes):
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def attr_from_proto(attr):
+    kind = attr.WhichOneof("value")
+    if kind == "s":
+        return _decode_s(attr.s)
+    if kind in ("i", "f", "b"):
+        return getattr(attr, kind)
+    if kind == "type":
+        return dtypes.as_dtype(attr.type)
+    if kind == "shape":
+        return shape_from_proto(attr.shape)
+    if kind == "tensor":
+        return make_ndarray(attr.tensor)
+    if kind == "list":
+        lst = attr.list
+        return ([_decode_s(s) for s in lst.s] + list(lst.i) + list(lst.f) + list(lst.b)
+                + [dtypes.as_dtype(t) for t in lst.type]
+                + [shape_from_proto(s) for s in lst.shape]
+                + [make_ndarray(t) for t in lst.tensor])
+    if kind is None:
+        return []
+    raise TypeError(f"Unsupported attr kind {kind!r}")
+
+
+def node_to_proto(node: Node) -> "graph_pb2.NodeDef":
+    proto = graph_pb2.NodeDef(name=node.name, op=node.op, input=list(node.inputs),
+                              device=node.device)
+    for key, value in node.attrs.items():
+        _fill_attr(proto.attr[key], value)
+    return proto
+
+
+def node_from_proto(proto) -> Node:
+    attrs = {key: attr_from_proto(value) for key, value in proto.attr.items()}
+    return Node(proto.name, proto.op, tuple(proto.input), proto.device, attrs)
+
+
+def nodes_to_proto(nodes: Iterable[Node]) -> "graph_pb2.GraphDef":
+    graph_def = graph_pb2.GraphDef()
+    graph_def.node.extend(node_to_proto(n) for n in nodes)
+    graph_def.versions.producer = PRODUCER_VERSION
+    return graph_def
+
+
+def nodes_from_proto(graph_def) -> list:
+    return [node_from_proto(n) for n in graph_def.node]
+
+
+def import_graph_def(graph_def, input_map: Optional[dict] = None,
+                     return_elements: Optional[list] = None, name: Optional[str] = None,
+                     graph=None):
+    """Adds `graph_def`'s nodes to the default graph under the prefix `name`."""
+    from nbcluster.framework.graph import get_default_graph
+
+    graph = graph or get_default_graph()
+    input_map = dict(input_map or {})
+    nodes = {n.name: n for n in nodes_from_proto(graph_def)}
+    prefix = name if name is not None else "import"
+    created: dict = {}
+    with graph.name_scope(prefix or None) as scope:
+        for node in _topological(nodes):
+            inputs, controls = [], []
+            for ref in node.inputs:
+                src, index = parse_input(ref)
+                if index < 0:
+                    controls.append(created[src])
+                    continue
+                key = f"{src}:{index}"
+                inputs.append(input_map.pop(key) if key in input_map
+                              else created[src].outputs[index])
+            with graph.control_dependencies(controls):
+                op = graph.create_op(node.op, inputs, dict(node.attrs),
+                                     name=scope + node.name + "/")
+            op._set_device(node.device)
+            created[node.name] = op
+    if input_map:
+        raise ValueError(f"Attempted to map inputs that were not found in graph_def: "
+                         f"[{', '.join(sorted(input_map))}]")
+    if return_elements is None:
+        return None
+    return [graph.as_graph_element(scope + e) for e in return_elements]
+
+
+def _topological(nodes: dict) -> list:
+    order, state = [], {}
+
+    def visit(name: str, path: tuple) -> None:
+        if state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            raise ValueError(f"GraphDef has a cycle through node '{name}'")
+        if name not in nodes:
+            raise ValueError(f"Node '{path[-1]}' has an input from unknown node '{name}'")
+        state[name] = 1
+        for ref in nodes[name].inputs:
+            visit(parse_input(ref)[0], path + (name,))
+        state[name] = 2
+        order.append(nodes[name])
+
+    for name in nodes:
+        visit(name, (name,))
+    return order
+

@@ -1,0 +1,64 @@
+"""ndarray <-> TensorProto objects (TF's make_tensor_proto / make_ndarray).
+
+This is the protobuf-object path for graph constants; the step path encodes
+tensors by hand (`nbcluster.rpc.tensor_codec`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from nbcluster.framework import dtypes
+from nbcluster.framework.constant import to_numpy
+from nbcluster.proto import graph_pb2
+
+_VAL_FIELDS = {
+    "float32": "float_val", "float64": "double_val", "int32": "int_val", "int16": "int_val",
+    "int8": "int_val", "uint8": "int_val", "uint16": "int_val", "int64": "int64_val",
+    "bool": "bool_val", "uint32": "uint32_val", "uint64": "uint64_val",
+    "complex64": "scomplex_val", "complex128": "dcomplex_val",
+}
+
+
+def make_tensor_proto(values, dtype=None, shape=None) -> "graph_pb2.TensorProto":
+    array = to_numpy(values, dtype)
+    if shape is not None:
+        array = np.broadcast_to(array, tuple(shape)) if array.size == 1 else \
+            array.reshape(tuple(shape))
+    proto = graph_pb2.TensorProto()
+    proto.tensor_shape.dim.extend(graph_pb2.TensorShapeProto.Dim(size=d) for d in array.shape)
+    if array.dtype == object:
+        proto.dtype = dtypes.string.as_datatype_enum
+        proto.string_val.extend(array.reshape(-1).tolist())
+        return proto
+    proto.dtype = dtypes.as_dtype(array.dtype).as_datatype_enum
+    proto.tensor_content = np.ascontiguousarray(array).astype(
+        array.dtype.newbyteorder("<"), copy=False).tobytes()
+    return proto
+
+
+def make_ndarray(proto) -> np.ndarray:
+    dtype = dtypes.as_dtype(proto.dtype)
+    shape = tuple(d.size for d in proto.tensor_shape.dim)
+    count = int(np.prod(shape))
+    if dtype == dtypes.string:
+        values = list(proto.string_val)
+        out = np.empty(count, dtype=object)
+        out[:] = values if len(values) == count else (values[:1] * count if values else [b""] * count)
+        return out.reshape(shape)
+    np_dtype = np.dtype(dtype.as_numpy_dtype)
+    if proto.tensor_content:
+        return np.frombuffer(proto.tensor_content, dtype=np_dtype.newbyteorder("<")) \
+            .astype(np_dtype, copy=False).reshape(shape)
+    if dtype == dtypes.float16:
+        values = np.array(proto.half_val, dtype=np.uint16).view(np.float16)
+    else:
+        values = np.array(getattr(proto, _VAL_FIELDS[dtype.name]), dtype=np_dtype.type
+                          if not dtype.name.startswith("complex") else np.float32)
+        if dtype.name.startswith("complex"):
+            values = values[0::2] + 1j * values[1::2]
+    if values.size == count:
+        return values.astype(np_dtype).reshape(shape)
+    fill = values[-1] if values.size else 0
+    out = np.full(count, fill, dtype=np_dtype)
+    out[:values.size] = values
+    return out.reshape(shape)

@@ -1,0 +1,70 @@
+"""Neural-net kernels on numpy (CPU) and cupy (GPU): Relu, Sigmoid, Softmax, cross-entropy.
+
+Rule: every kernel is numerically stable over the whole float range (no
+overflow in exp) and never writes to its inputs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from nbcluster.kernels.math import DEVICES, quiet
+from nbcluster.kernels.registry import register_kernel
+
+
+def _dtype(node) -> np.dtype:
+    return np.dtype(node.attrs["T"].as_numpy_dtype)
+
+
+@register_kernel("Relu", *DEVICES)
+def _relu(node, device):
+    xp, dtype = device.xp, _dtype(node)
+
+    def compute(ctx, x):
+        return (xp.asarray(xp.maximum(x, dtype.type(0)), dtype=dtype),)
+
+    return compute
+
+
+@register_kernel("Sigmoid", *DEVICES)
+def _sigmoid(node, device):
+    xp, dtype = device.xp, _dtype(node)
+
+    def compute(ctx, x):
+        if dtype.kind == "c":
+            return (xp.asarray(1 / (1 + xp.exp(-x)), dtype=dtype),)
+        e = xp.exp(-xp.abs(x))  # in (0, 1]: never overflows
+        positive = 1 / (1 + e)
+        return (xp.asarray(xp.where(x >= 0, positive, e * positive), dtype=dtype),)
+
+    return quiet(xp, compute)
+
+
+def _log_softmax(xp, x):
+    shifted = x - xp.max(x, axis=-1, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
+
+
+@register_kernel("Softmax", *DEVICES)
+def _softmax(node, device):
+    xp, dtype = device.xp, _dtype(node)
+    work = np.float32 if dtype == np.float16 else dtype
+
+    def compute(ctx, x):
+        x = x.astype(work, copy=False)
+        e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
+        return (xp.asarray(e / xp.sum(e, axis=-1, keepdims=True), dtype=dtype),)
+
+    return quiet(xp, compute)
+
+
+@register_kernel("SoftmaxCrossEntropyWithLogits", *DEVICES)
+def _softmax_xent(node, device):
+    xp, dtype = device.xp, _dtype(node)
+
+    def compute(ctx, features, labels):
+        log_probs = _log_softmax(xp, features)
+        loss = -xp.sum(labels * log_probs, axis=-1)
+        backprop = xp.exp(log_probs) - labels
+        return xp.asarray(loss, dtype=dtype), xp.asarray(backprop, dtype=dtype)
+
+    return quiet(xp, compute)

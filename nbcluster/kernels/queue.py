@@ -1,0 +1,126 @@
+"""Kernels for FIFOQueue: a QueueResource per (container, name) on its task."""
+from __future__ import annotations
+
+import collections
+import threading
+
+import numpy as np
+
+from nbcluster import errors
+from nbcluster.kernels.registry import register_kernel
+
+
+class QueueResource:
+    """A bounded FIFO of component tuples; blocking ops wait on its condition."""
+
+    def __init__(self, name: str, capacity: int, dtypes: list) -> None:
+        self.name = name
+        self.capacity = capacity if capacity > 0 else 2 ** 62
+        self.dtypes = dtypes
+        self.items: collections.deque = collections.deque()
+        self.closed = False
+        self.cond = threading.Condition()
+
+    def _closed_error(self) -> errors.OpError:
+        return errors.CancelledError(None, None, f"FIFOQueue '{self.name}' is closed.")
+
+    def enqueue(self, ctx, rows: list) -> None:
+        with self.cond:
+            for row in rows:
+                ctx.wait(self.cond, lambda: self.closed or len(self.items) < self.capacity,
+                         f"room in queue {self.name}")
+                if self.closed:
+                    raise self._closed_error()
+                self.items.append(row)
+                self.cond.notify_all()
+
+    def dequeue(self, ctx, n: int) -> list:
+        with self.cond:
+            ctx.wait(self.cond, lambda: len(self.items) >= n or self.closed,
+                     f"{n} element(s) of queue {self.name}")
+            if len(self.items) < n:
+                raise errors.OutOfRangeError(
+                    None, None, f"FIFOQueue '{self.name}' is closed and has insufficient "
+                                f"elements (requested {n}, current size {len(self.items)})")
+            rows = [self.items.popleft() for _ in range(n)]
+            self.cond.notify_all()
+            return rows
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+    cancel_all = close
+
+
+@register_kernel("FIFOQueueV2", "CPU")
+def _queue(node, device):
+    container = node.attrs.get("container") or None
+    name = node.attrs.get("shared_name") or node.name
+    capacity = int(node.attrs.get("capacity", -1))
+    dtypes = list(node.attrs["component_types"])
+
+    def queue(ctx):
+        return (ctx.resources.lookup_or_create(
+            container or ctx.default_container, name,
+            lambda: QueueResource(node.name, capacity, dtypes), QueueResource),)
+    return queue
+
+
+def _cast(values, dtypes) -> tuple:
+    return tuple(np.asarray(v, dtype=d.as_numpy_dtype) for v, d in zip(values, dtypes))
+
+
+@register_kernel("QueueEnqueueV2", "CPU")
+def _enqueue(node, device):
+    def enqueue(ctx, queue, *components):
+        queue.enqueue(ctx, [_cast(components, queue.dtypes)])
+        return ()
+    return enqueue
+
+
+@register_kernel("QueueEnqueueManyV2", "CPU")
+def _enqueue_many(node, device):
+    def enqueue_many(ctx, queue, *components):
+        sizes = {len(c) for c in components}
+        if len(sizes) != 1:
+            raise errors.InvalidArgumentError(
+                None, None, f"Components of enqueue_many must have equal first dimensions, "
+                            f"got {sorted(sizes)}", node_name=node.name)
+        rows = [_cast([c[i] for c in components], queue.dtypes) for i in range(sizes.pop())]
+        queue.enqueue(ctx, rows)
+        return ()
+    return enqueue_many
+
+
+@register_kernel("QueueDequeueV2", "CPU")
+def _dequeue(node, device):
+    def dequeue(ctx, queue):
+        return queue.dequeue(ctx, 1)[0]
+    return dequeue
+
+
+@register_kernel("QueueDequeueManyV2", "CPU")
+def _dequeue_many(node, device):
+    def dequeue_many(ctx, queue, n):
+        rows = queue.dequeue(ctx, int(n))
+        return tuple(np.stack([r[i] for r in rows]) if rows else
+                     np.zeros((0,), dtype=d.as_numpy_dtype)
+                     for i, d in enumerate(queue.dtypes))
+    return dequeue_many
+
+
+@register_kernel("QueueSizeV2", "CPU")
+def _size(node, device):
+    def size(ctx, queue):
+        return (np.asarray(len(queue.items), dtype=np.int32),)
+    return size
+
+
+@register_kernel("QueueCloseV2", "CPU")
+def _close(node, device):
+    def close(ctx, queue):
+        queue.close()
+        return ()
+    return close

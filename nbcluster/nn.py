@@ -1,0 +1,7 @@
+"""tf.nn: the neural-network ops."""
+from nbcluster.ops.nn import (relu, sigmoid, softmax, softmax_cross_entropy_with_logits,
+                              softmax_cross_entropy_with_logits_v2)
+from nbcluster.ops.math import tanh
+
+__all__ = ["relu", "sigmoid", "softmax", "softmax_cross_entropy_with_logits",
+           "softmax_cross_entropy_with_logits_v2", "tanh"]

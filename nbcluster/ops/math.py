@@ -1,0 +1,597 @@
+"""Math op constructors (tf.add, tf.matmul, tf.reduce_sum, ...) and their shape functions.
+
+Rule: dtypes and shapes are checked here, when the graph is built, with TF's
+error classes (TypeError for dtypes, ValueError for shapes); kernels trust them.
+A Python value combined with a Tensor takes the Tensor's dtype (`x * 2.0`).
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Optional
+
+import numpy as np
+
+from nbcluster.framework import dtypes
+from nbcluster.framework.constant import constant, convert_to_tensor, to_numpy
+from nbcluster.framework.graph import graph_of
+from nbcluster.framework.op_registry import register_op
+from nbcluster.framework.operation import Tensor, as_tensor_or_op, register_operator
+from nbcluster.framework.tensor_shape import TensorShape, broadcast, list_str, unknown_shape
+from nbcluster.ops.array import constant_value, index_tensor, shape_error
+
+# -- dtype sets (TF's OpDef type constraints) ---------------------------------
+FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
+COMPLEX = (dtypes.complex64, dtypes.complex128)
+INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64,
+        dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64)
+REAL = FLOATS + INTS
+NUMERIC = REAL + COMPLEX
+FLOAT_COMPLEX = FLOATS + COMPLEX
+ANY = NUMERIC + (dtypes.bool, dtypes.string)
+INDEX = (dtypes.int32, dtypes.int64)
+RANGE = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64)
+
+
+def check_dtype(dtype: dtypes.DType, allowed: tuple, param: str = "x") -> None:
+    """Raises TF's TypeError when `dtype` is not among `allowed`."""
+    if dtype not in allowed:
+        raise TypeError(f"Value passed to parameter '{param}' has DataType {dtype.name} not "
+                        f"in list of allowed values: {', '.join(d.name for d in allowed)}")
+
+
+def check_same_dtype(op, names: tuple = ("x", "y")) -> dtypes.DType:
+    """All of `op`'s inputs share one dtype (TF's attr T); returns it."""
+    first = op.inputs[0].dtype
+    for t, name in zip(op.inputs[1:], names[1:]):
+        if t.dtype != first:
+            raise TypeError(f"Input '{name}' of '{op.type}' Op has type {t.dtype.name} that "
+                            f"does not match type {first.name} of argument '{names[0]}'.")
+    return first
+
+
+# -- building ops ---------------------------------------------------------------
+def tensor_dtype(values) -> Optional[dtypes.DType]:
+    """The dtype of the first Tensor among `values` (what Python values convert to)."""
+    for v in values:
+        v = as_tensor_or_op(v)
+        if isinstance(v, Tensor):
+            return v.dtype
+    return None
+
+
+def to_tensor(value, dtype, name: str, graph) -> Tensor:
+    """A Tensor as is; any other value as a Const of `dtype` (if given)."""
+    if isinstance(as_tensor_or_op(value), Tensor):
+        return convert_to_tensor(value, graph=graph)
+    return convert_to_tensor(value, dtype=dtype, name=name, graph=graph)
+
+
+def apply_op(op_type: str, values: list, arg_names: tuple, name: Optional[str] = None,
+             attrs: Optional[dict] = None):
+    """Builds one op with attr T in a name scope, as TF's op wrappers do; returns it.
+
+    Python values become Consts named after their argument ("AddV2/y"), with
+    the dtype of the first Tensor among `values`.
+    """
+    graph = graph_of(*values)
+    dtype = tensor_dtype(values)
+    with graph.as_default(), graph.name_scope(name or op_type) as scope:
+        inputs = [to_tensor(v, dtype, n, graph) for v, n in zip(values, arg_names)]
+        attrs = {"T": inputs[0].dtype, **(attrs or {})}
+        return graph.create_op(op_type, inputs, attrs, name=scope)
+
+
+# -- element-wise ops ----------------------------------------------------------
+def _unary_shape(allowed: tuple):
+    def shape_fn(op):
+        x = op.inputs[0]
+        check_dtype(x.dtype, allowed)
+        return [(x.dtype, x.shape)]
+    return shape_fn
+
+
+def _binary_shape(allowed: tuple, out_dtype: Optional[dtypes.DType] = None):
+    def shape_fn(op):
+        dtype = check_same_dtype(op)
+        check_dtype(dtype, allowed)
+        shape = broadcast(op.inputs[0].shape, op.inputs[1].shape, op.name)
+        return [(out_dtype or dtype, shape)]
+    return shape_fn
+
+
+_UNARY = {"Neg": NUMERIC, "Square": NUMERIC, "Sqrt": FLOAT_COMPLEX, "Exp": FLOAT_COMPLEX,
+          "Log": FLOAT_COMPLEX, "Tanh": FLOAT_COMPLEX, "Abs": REAL}
+_BINARY = {"AddV2": (NUMERIC, None), "Sub": (NUMERIC, None), "Mul": (NUMERIC, None),
+           "RealDiv": (FLOAT_COMPLEX, None), "Maximum": (REAL, None),
+           "Minimum": (REAL, None), "Pow": (FLOAT_COMPLEX + (dtypes.int32, dtypes.int64), None),
+           "Equal": (ANY, dtypes.bool), "NotEqual": (ANY, dtypes.bool),
+           "Less": (REAL, dtypes.bool), "LessEqual": (REAL, dtypes.bool),
+           "Greater": (REAL, dtypes.bool), "GreaterEqual": (REAL, dtypes.bool)}
+for _type, _allowed in _UNARY.items():
+    register_op(_type)(_unary_shape(_allowed))
+for _type, (_allowed, _out) in _BINARY.items():
+    register_op(_type)(_binary_shape(_allowed, _out))
+
+
+def _unary(op_type: str, x, name: Optional[str]) -> Tensor:
+    return apply_op(op_type, [x], ("x",), name).outputs[0]
+
+
+def _binary(op_type: str, x, y, name: Optional[str]) -> Tensor:
+    return apply_op(op_type, [x, y], ("x", "y"), name).outputs[0]
+
+
+def add(x, y, name=None) -> Tensor:
+    """x + y element-wise, with numpy broadcasting (op AddV2).
+
+    Args: x, y: Tensors or Python/numpy values of one numeric dtype. name: op name.
+    Returns: a Tensor of that dtype and the broadcast shape.
+    Raises: TypeError on mismatched or non-numeric dtypes; ValueError when the
+      shapes do not broadcast.
+
+    Example:
+      >>> add(constant([1., 2.]), 1.0).shape
+      TensorShape([2])
+    """
+    return _binary("AddV2", x, y, name)
+
+
+def subtract(x, y, name=None) -> Tensor:
+    """x - y element-wise (op Sub); see `add`."""
+    return _binary("Sub", x, y, name)
+
+
+def multiply(x, y, name=None) -> Tensor:
+    """x * y element-wise (op Mul); see `add`."""
+    return _binary("Mul", x, y, name)
+
+
+def realdiv(x, y, name=None) -> Tensor:
+    """x / y for float or complex tensors (op RealDiv)."""
+    return _binary("RealDiv", x, y, name)
+
+
+# TF1's __truediv__: small ints divide as float32, 32/64-bit ints as float64.
+_TRUEDIV = {dtypes.int8: dtypes.float32, dtypes.uint8: dtypes.float32,
+            dtypes.int16: dtypes.float32, dtypes.uint16: dtypes.float32,
+            dtypes.int32: dtypes.float64, dtypes.int64: dtypes.float64}
+
+
+def truediv(x, y, name=None) -> Tensor:
+    """x / y as Python 3 divides: integer tensors are cast to float first.
+
+    Example:
+      >>> truediv(constant([3]), 2).dtype
+      tf.float64
+    """
+    graph = graph_of(x, y)
+    dtype = tensor_dtype([x, y])
+    with graph.as_default(), graph.name_scope(name or "truediv") as scope:
+        x = to_tensor(x, dtype, "x", graph)
+        y = to_tensor(y, dtype, "y", graph)
+        if x.dtype != y.dtype:
+            raise TypeError(f"x and y must have the same dtype, got {x.dtype!r} != {y.dtype!r}")
+        target = _TRUEDIV.get(x.dtype)
+        if target is not None:
+            x, y = cast(x, target), cast(y, target)
+        elif x.dtype not in FLOAT_COMPLEX:
+            raise TypeError(f"Invalid dtype {x.dtype!r} in __truediv__")
+        return graph.create_op("RealDiv", [x, y], {"T": x.dtype}, name=scope).outputs[0]
+
+
+divide = truediv  # TF1's tf.divide(x, y) is `x / y`
+
+
+def negative(x, name=None) -> Tensor:
+    """-x element-wise (op Neg)."""
+    return _unary("Neg", x, name)
+
+
+def square(x, name=None) -> Tensor:
+    return _unary("Square", x, name)
+
+
+def sqrt(x, name=None) -> Tensor:
+    return _unary("Sqrt", x, name)
+
+
+def exp(x, name=None) -> Tensor:
+    return _unary("Exp", x, name)
+
+
+def log(x, name=None) -> Tensor:
+    return _unary("Log", x, name)
+
+
+def tanh(x, name=None) -> Tensor:
+    return _unary("Tanh", x, name)
+
+
+def abs(x, name=None) -> Tensor:  # noqa: A001 - TF's public name
+    return _unary("Abs", x, name)
+
+
+def maximum(x, y, name=None) -> Tensor:
+    return _binary("Maximum", x, y, name)
+
+
+def minimum(x, y, name=None) -> Tensor:
+    return _binary("Minimum", x, y, name)
+
+
+def pow(x, y, name=None) -> Tensor:  # noqa: A001 - TF's public name
+    """x ** y element-wise (op Pow); integer x to a negative power fails at run time."""
+    return _binary("Pow", x, y, name)
+
+
+def equal(x, y, name=None) -> Tensor:
+    """x == y element-wise, a bool Tensor (op Equal); also for bool and string."""
+    return _binary("Equal", x, y, name)
+
+
+def not_equal(x, y, name=None) -> Tensor:
+    return _binary("NotEqual", x, y, name)
+
+
+def less(x, y, name=None) -> Tensor:
+    return _binary("Less", x, y, name)
+
+
+def less_equal(x, y, name=None) -> Tensor:
+    return _binary("LessEqual", x, y, name)
+
+
+def greater(x, y, name=None) -> Tensor:
+    return _binary("Greater", x, y, name)
+
+
+def greater_equal(x, y, name=None) -> Tensor:
+    return _binary("GreaterEqual", x, y, name)
+
+
+# -- cast -------------------------------------------------------------------------
+@register_op("Cast")
+def _cast_shape(op):
+    x = op.inputs[0]
+    if x.dtype != op.get_attr("SrcT"):
+        raise TypeError(f"Cast '{op.name}': SrcT {op.get_attr('SrcT').name} does not match "
+                        f"input dtype {x.dtype.name}")
+    for dt in (x.dtype, op.get_attr("DstT")):
+        check_dtype(dt, NUMERIC + (dtypes.bool,))
+    return [(op.get_attr("DstT"), x.shape)]
+
+
+def cast(x, dtype, name=None) -> Tensor:
+    """`x` as `dtype` (op Cast); a Tensor already of `dtype` is returned as is.
+
+    Floats cast to integers truncate toward zero; complex to real drops the
+    imaginary part.
+
+    Example:
+      >>> cast(constant([1.7, -1.7]), dtypes.int32).dtype
+      tf.int32
+    """
+    dtype = dtypes.as_dtype(dtype)
+    if isinstance(as_tensor_or_op(x), Tensor) and as_tensor_or_op(x).dtype == dtype:
+        return as_tensor_or_op(x)
+    graph = graph_of(x)
+    with graph.as_default(), graph.name_scope(name or "Cast") as scope:
+        x = convert_to_tensor(x, name="x", graph=graph)
+        if x.dtype == dtype:
+            return x
+        attrs = {"SrcT": x.dtype, "DstT": dtype, "Truncate": False}
+        return graph.create_op("Cast", [x], attrs, name=scope).outputs[0]
+
+
+# -- range ------------------------------------------------------------------------
+def range_error(start, limit, delta) -> Optional[str]:
+    """TF's complaint about a (start, limit, delta), or None if they make a range."""
+    if delta == 0:
+        return "Requires delta != 0"
+    if delta > 0 and start > limit:
+        return f"Requires start <= limit when delta > 0: {start}/{limit}"
+    if delta < 0 and start < limit:
+        return f"Requires start >= limit when delta < 0: {start}/{limit}"
+    return None
+
+
+@register_op("Range")
+def _range_shape(op):
+    dtype = op.get_attr("Tidx")
+    check_dtype(dtype, RANGE, "Tidx")
+    for t in op.inputs:
+        if t.dtype != dtype:
+            raise TypeError(f"Range '{op.name}': input {t.name} is {t.dtype.name}, not "
+                            f"{dtype.name}")
+        if t.shape.rank not in (None, 0):
+            raise shape_error(op, f"Shape must be rank 0 but is rank {t.shape.rank}")
+    values = [constant_value(t) for t in op.inputs]
+    if any(v is None for v in values):
+        return [(dtype, TensorShape([None]))]
+    start, limit, delta = (v.item() for v in values)
+    message = range_error(start, limit, delta)
+    if message:
+        raise shape_error(op, message)
+    if isinstance(start + limit + delta, int):
+        size = (builtins.abs(limit - start) + builtins.abs(delta) - 1) // builtins.abs(delta)
+    else:
+        size = int(np.ceil((limit - start) / delta))
+    return [(dtype, TensorShape([size]))]
+
+
+_RANGE_ORDER = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range") -> Tensor:  # noqa: A001
+    """The 1-D tensor [start, start + delta, ...) up to `limit` (op Range).
+
+    `range(n)` counts from 0. Without `dtype`, the widest of the arguments'
+    dtypes (int32 < int64 < float32 < float64) is used, as in TF.
+
+    Example:
+      >>> range(1, 7, 2).shape
+      TensorShape([3])
+    """
+    if limit is None:
+        start, limit = 0, start
+    values = (start, limit, delta)
+    if dtype is None:  # TF: the widest argument dtype
+        kinds = [as_tensor_or_op(v).dtype if isinstance(as_tensor_or_op(v), Tensor)
+                 else dtypes.as_dtype(to_numpy(v).dtype) for v in values]
+        dtype = _RANGE_ORDER[max(_RANGE_ORDER.index(k) if k in _RANGE_ORDER else 0
+                                 for k in kinds)]
+    dtype = dtypes.as_dtype(dtype)
+    graph = graph_of(*values)
+    with graph.as_default(), graph.name_scope(name or "range") as scope:
+        args = [cast(to_tensor(v, dtype, n, graph), dtype)
+                for v, n in zip(values, ("start", "limit", "delta"))]
+        return graph.create_op("Range", args, {"Tidx": dtype},
+                               name=scope).outputs[0]
+
+
+# -- matmul -------------------------------------------------------------------------
+_MATMUL_TYPES = FLOATS + (dtypes.int32, dtypes.int64) + COMPLEX
+
+
+def _inner_dims_equal(op, k1, k2) -> None:
+    if k1 is not None and k2 is not None and k1 != k2:
+        raise shape_error(op, f"Dimensions must be equal, but are {k1} and {k2}")
+
+
+@register_op("MatMul")
+def _matmul_shape(op):
+    dtype = check_same_dtype(op, ("a", "b"))
+    check_dtype(dtype, _MATMUL_TYPES, "a")
+    dims = []
+    for t, flag in zip(op.inputs, ("transpose_a", "transpose_b")):
+        if t.shape.rank not in (None, 2):
+            raise shape_error(op, f"Shape must be rank 2 but is rank {t.shape.rank}")
+        rows, cols = (t.shape.dims if t.shape.rank == 2 else [None, None])
+        dims.append((cols, rows) if op.get_attr(flag) else (rows, cols))
+    (m, k1), (k2, n) = dims
+    _inner_dims_equal(op, k1, k2)
+    return [(dtype, TensorShape([m, n]))]
+
+
+@register_op("BatchMatMulV2")
+def _batch_matmul_shape(op):
+    dtype = check_same_dtype(op)
+    check_dtype(dtype, _MATMUL_TYPES)
+    x, y = (t.shape for t in op.inputs)
+    for s in (x, y):
+        if s.rank is not None and s.rank < 2:
+            raise shape_error(op, f"Shape must be at least rank 2 but is rank {s.rank}")
+    if x.rank is None or y.rank is None:
+        return [(dtype, unknown_shape())]
+    m, k1 = x[-2:] if not op.get_attr("adj_x") else x[-1:-3:-1]
+    k2, n = y[-2:] if not op.get_attr("adj_y") else y[-1:-3:-1]
+    _inner_dims_equal(op, k1, k2)
+    batch = broadcast(x[:-2], y[:-2], op.name)
+    return [(dtype, TensorShape(batch.dims + [m, n]))]
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           a_is_sparse=False, b_is_sparse=False, name=None) -> Tensor:
+    """The matrix product of `a` and `b` (op MatMul; BatchMatMulV2 above rank 2).
+
+    Args:
+      a, b: Tensors of rank >= 2 and one dtype (float, int32/64 or complex); inputs
+        of rank > 2 (or unknown rank) multiply batch-wise, batch dims broadcasting.
+      transpose_a, transpose_b: multiply by the transpose. adjoint_a/_b: the
+        conjugate transpose (the same for real dtypes).
+      a_is_sparse, b_is_sparse: accepted for TF compatibility; hints only.
+    Returns: a Tensor [..., M, N].
+    Raises: ValueError on ranks below 2 or unequal inner dimensions; TypeError
+      on mismatched dtypes.
+
+    Example:
+      >>> matmul(constant([[1., 2.]]), constant([[3.], [4.]])).shape
+      TensorShape([1, 1])
+    """
+    if transpose_a and adjoint_a:
+        raise ValueError("Only one of transpose_a and adjoint_a can be True.")
+    if transpose_b and adjoint_b:
+        raise ValueError("Only one of transpose_b and adjoint_b can be True.")
+    graph = graph_of(a, b)
+    dtype = tensor_dtype([a, b])
+    with graph.as_default(), graph.name_scope(name or "MatMul") as scope:
+        a, b = to_tensor(a, dtype, "a", graph), to_tensor(b, dtype, "b", graph)
+        flip_a, flip_b = transpose_a or adjoint_a, transpose_b or adjoint_b
+        if any(t.shape.rank is None or t.shape.rank > 2 for t in (a, b)):
+            if (transpose_a or transpose_b) and a.dtype in COMPLEX:
+                raise NotImplementedError("transpose of complex batch matmul: use adjoint_a/b")
+            return graph.create_op("BatchMatMulV2", [a, b],
+                                   {"T": a.dtype, "adj_x": flip_a, "adj_y": flip_b},
+                                   name=scope).outputs[0]
+        if (adjoint_a or adjoint_b) and a.dtype in COMPLEX:
+            raise NotImplementedError("adjoint of a complex rank-2 matmul")
+        return graph.create_op("MatMul", [a, b], {"T": a.dtype, "transpose_a": flip_a,
+                                                  "transpose_b": flip_b},
+                               name=scope).outputs[0]
+
+
+# -- reductions and arg-reductions ----------------------------------------------
+def _reduced_shape(op, shape: TensorShape, axis: Tensor, keep: bool) -> TensorShape:
+    value = constant_value(axis)
+    if value is None or shape.rank is None:
+        return unknown_shape(shape.rank if keep else None)
+    rank = shape.rank
+    axes = set()
+    for a in np.asarray(value).reshape(-1).tolist():
+        if not -rank <= a < rank:
+            raise ValueError(f"Invalid reduction dimension {a} for input with {rank} "
+                             f"dimensions. for '{op.name}' (op: '{op.type}') with input "
+                             f"shapes: {list_str(shape)}, {list_str(axis.shape)} and with "
+                             f"computed input tensors: input[1] = <{value}>.")
+        axes.add(a % rank)
+    if keep:
+        return TensorShape([1 if i in axes else d for i, d in enumerate(shape)])
+    return TensorShape([d for i, d in enumerate(shape) if i not in axes])
+
+
+def _reduction_shape(allowed: tuple):
+    def shape_fn(op):
+        x, axis = op.inputs
+        check_dtype(x.dtype, allowed, "input")
+        check_dtype(axis.dtype, INDEX, "reduction_indices")
+        return [(x.dtype, _reduced_shape(op, x.shape, axis, op.get_attr("keep_dims")))]
+    return shape_fn
+
+
+for _type, _allowed in {"Sum": NUMERIC, "Mean": NUMERIC, "Max": REAL, "Min": REAL}.items():
+    register_op(_type)(_reduction_shape(_allowed))
+
+
+def _deprecated_alias(new_name: str, new, old_name: str, old):
+    if new is not None and old is not None:
+        raise ValueError(f"Cannot specify both '{new_name}' and '{old_name}'")
+    return new if new is not None else old
+
+
+def _all_axes(x: Tensor) -> Tensor:
+    if x.shape.rank is not None:
+        return constant(np.arange(x.shape.rank, dtype=np.int32), name="Const")
+    from nbcluster.ops.array import rank  # unknown rank: reduce over range(rank(x))
+
+    return range(0, rank(x))
+
+
+def _reduce(op_type: str, x, axis, keepdims, name, reduction_indices, keep_dims) -> Tensor:
+    axis = _deprecated_alias("axis", axis, "reduction_indices", reduction_indices)
+    keep = bool(_deprecated_alias("keepdims", keepdims, "keep_dims", keep_dims))
+    graph = graph_of(x, axis)
+    with graph.as_default(), graph.name_scope(name or op_type) as scope:
+        x = convert_to_tensor(x, name="input", graph=graph)
+        axis = _all_axes(x) if axis is None else index_tensor(axis, "reduction_indices", graph)
+        attrs = {"T": x.dtype, "Tidx": axis.dtype, "keep_dims": keep}
+        return graph.create_op(op_type, [x, axis], attrs, name=scope).outputs[0]
+
+
+def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None) -> Tensor:
+    """Sums `input_tensor` over `axis` (op Sum).
+
+    Args:
+      input_tensor: a numeric Tensor.
+      axis: None (every axis), an int or a list of ints, negative counting from
+        the end, or an int32/int64 Tensor. `reduction_indices`: TF1's old name.
+      keepdims: keep reduced axes with length 1. `keep_dims`: TF1's old name.
+    Returns: the reduced Tensor, of the input's dtype.
+    Raises: ValueError for an axis outside [-rank, rank) or both spellings of
+      an argument; TypeError for a non-numeric input.
+
+    Example:
+      >>> reduce_sum(constant([[1, 2], [3, 4]]), axis=-1, keepdims=True).shape
+      TensorShape([2, 1])
+    """
+    return _reduce("Sum", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+                keep_dims=None) -> Tensor:
+    """The mean over `axis` (op Mean); integer means truncate, as TF's do. See reduce_sum."""
+    return _reduce("Mean", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_max(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None) -> Tensor:
+    """The maximum over `axis` (op Max); see reduce_sum."""
+    return _reduce("Max", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None) -> Tensor:
+    """The minimum over `axis` (op Min); see reduce_sum."""
+    return _reduce("Min", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def _arg_shape(op):
+    x, axis = op.inputs
+    check_dtype(x.dtype, NUMERIC, "input")
+    check_dtype(axis.dtype, INDEX, "dimension")
+    check_dtype(op.get_attr("output_type"), INDEX, "output_type")
+    value, rank = constant_value(axis), x.shape.rank
+    if rank is None:
+        return [(op.get_attr("output_type"), unknown_shape())]
+    if value is None:
+        return [(op.get_attr("output_type"), unknown_shape(max(rank - 1, 0)))]
+    a = int(np.asarray(value).reshape(-1)[0])
+    if not -rank <= a < rank:
+        raise shape_error(op, f"Expected dimension in the range [{-rank}, {rank}), but got {a}")
+    dims = x.shape.dims
+    del dims[a % rank]
+    return [(op.get_attr("output_type"), TensorShape(dims))]
+
+
+register_op("ArgMax")(_arg_shape)
+register_op("ArgMin")(_arg_shape)
+
+
+def _arg_reduce(op_type, x, axis, name, dimension, output_type) -> Tensor:
+    axis = _deprecated_alias("axis", axis, "dimension", dimension)
+    axis = 0 if axis is None else axis  # TF1's default
+    graph = graph_of(x, axis)
+    with graph.as_default(), graph.name_scope(name or op_type) as scope:
+        x = convert_to_tensor(x, name="input", graph=graph)
+        axis = to_tensor(axis, dtypes.int32, "dimension", graph)
+        attrs = {"T": x.dtype, "Tidx": axis.dtype, "output_type": dtypes.as_dtype(output_type)}
+        return graph.create_op(op_type, [x, axis], attrs, name=scope).outputs[0]
+
+
+def argmax(input, axis=None, name=None, dimension=None,  # noqa: A002 - TF's names
+           output_type=dtypes.int64) -> Tensor:
+    """The index of the largest value along `axis` (default 0), first on ties (op ArgMax).
+
+    Example:
+      >>> argmax(constant([[1, 9], [8, 2]]), axis=1).dtype
+      tf.int64
+    """
+    return _arg_reduce("ArgMax", input, axis, name, dimension, output_type)
+
+
+def argmin(input, axis=None, name=None, dimension=None,  # noqa: A002 - TF's names
+           output_type=dtypes.int64) -> Tensor:
+    """The index of the smallest value along `axis` (op ArgMin); see argmax."""
+    return _arg_reduce("ArgMin", input, axis, name, dimension, output_type)
+
+
+# -- Python operators on Tensors (TF1 names the ops "add", "mul", ...) ----------
+def _forward(fn, scope: str):
+    return lambda x, y: fn(x, y, name=scope)
+
+
+def _reflected(fn, scope: str):
+    return lambda y, x: fn(x, y, name=scope)
+
+
+for _name, _fn, _scope in (("add", add, "add"), ("sub", subtract, "sub"),
+                           ("mul", multiply, "mul"), ("truediv", truediv, "truediv"),
+                           ("matmul", matmul, "matmul")):
+    register_operator(f"__{_name}__", _forward(_fn, _scope))
+    register_operator(f"__r{_name}__", _reflected(_fn, _scope))
+register_operator("__pow__", _forward(pow, "pow"))
+register_operator("__neg__", lambda x: negative(x))
+register_operator("__abs__", lambda x: abs(x))
+for _name, _fn in (("__lt__", less), ("__le__", less_equal), ("__gt__", greater),
+                   ("__ge__", greater_equal)):
+    register_operator(_name, _fn)

@@ -1,0 +1,185 @@
+"""Neural-net op constructors (tf.nn.relu, sigmoid, softmax, softmax cross-entropy).
+
+Rule: as in `ops/math.py`, dtypes and shapes are checked when the graph is
+built. A softmax over an axis other than the last is composed of math ops
+(max, exp, sum, div), which TF instead gets by transposing.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from nbcluster import errors
+from nbcluster.framework import dtypes
+from nbcluster.framework.constant import convert_to_tensor
+from nbcluster.framework.graph import graph_of
+from nbcluster.framework.op_registry import register_op, registered_ops
+from nbcluster.framework.operation import Tensor
+from nbcluster.framework.tensor_shape import broadcast, unknown_shape
+from nbcluster.ops import math as math_ops
+from nbcluster.ops.array import shape_error
+from nbcluster.ops.math import FLOAT_COMPLEX, FLOATS, REAL, apply_op, check_dtype, \
+    check_same_dtype, to_tensor
+
+
+def _same_shape(allowed: tuple, param: str):
+    def shape_fn(op):
+        x = op.inputs[0]
+        check_dtype(x.dtype, allowed, param)
+        return [(x.dtype, x.shape)]
+    return shape_fn
+
+
+register_op("Relu")(_same_shape(REAL, "features"))
+register_op("Sigmoid")(_same_shape(FLOAT_COMPLEX, "x"))
+
+
+@register_op("Softmax")
+def _softmax_shape(op):
+    x = op.inputs[0]
+    check_dtype(x.dtype, FLOATS, "logits")
+    if x.shape.rank == 0:
+        raise shape_error(op, "Shape must be at least rank 1 but is rank 0")
+    return [(x.dtype, x.shape)]
+
+
+@register_op("SoftmaxCrossEntropyWithLogits")
+def _xent_shape(op):
+    """Outputs: loss [batch...] and backprop [batch..., classes] (= softmax - labels).
+
+    TF's op takes rank-2 inputs only; this one takes any rank >= 1, classes
+    last, so the Python wrapper needs no reshapes around it.
+    """
+    dtype = check_same_dtype(op, ("features", "labels"))
+    check_dtype(dtype, FLOATS, "features")
+    features, labels = (t.shape for t in op.inputs)
+    shape = broadcast(features, labels, op.name)
+    if shape.rank is None:
+        return [(dtype, unknown_shape()), (dtype, unknown_shape())]
+    if shape.rank == 0:
+        raise shape_error(op, "Shape must be at least rank 1 but is rank 0")
+    return [(dtype, shape[:-1]), (dtype, shape)]
+
+
+def relu(features, name=None) -> Tensor:
+    """max(features, 0) element-wise (op Relu).
+
+    Example:
+      >>> relu(constant([-1., 2.])).shape
+      TensorShape([2])
+    """
+    return apply_op("Relu", [features], ("features",), name).outputs[0]
+
+
+def sigmoid(x, name=None) -> Tensor:
+    """1 / (1 + exp(-x)) element-wise (op Sigmoid); exact for large |x|."""
+    return apply_op("Sigmoid", [x], ("x",), name).outputs[0]
+
+
+def _axis_arg(axis, dim) -> object:
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dim'")
+    axis = dim if axis is None else axis
+    return -1 if axis is None else axis
+
+
+def _is_last_axis(axis, x: Tensor) -> bool:
+    """Whether `axis` (an int, or a Tensor) is statically x's last axis; checks its range."""
+    if isinstance(axis, Tensor):
+        return False
+    if axis == -1:
+        return True
+    rank = x.shape.rank
+    if rank is not None and not -rank <= axis < rank:
+        raise errors.InvalidArgumentError(
+            None, None, f"`dim` must be in the range [{-rank}, {rank}) where {rank} is the "
+                        f"number of dimensions in the input. Received: dim={axis}")
+    return rank is not None and axis == rank - 1
+
+
+def softmax(logits, axis=None, name=None, dim=None) -> Tensor:
+    """exp(logits) / sum(exp(logits), axis), computed stably (op Softmax).
+
+    Args:
+      logits: a float Tensor of rank >= 1.
+      axis: the class axis, default -1. `dim`: TF1's old name for it.
+      name: op name.
+    Returns: a Tensor of logits' dtype and shape.
+    Raises: InvalidArgumentError for an axis outside [-rank, rank); TypeError
+      for a non-float dtype.
+
+    Example:
+      >>> softmax(constant([[1., 2., 3.]])).shape
+      TensorShape([1, 3])
+    """
+    axis = _axis_arg(axis, dim)
+    graph = graph_of(logits)
+    with graph.as_default(), graph.name_scope(name or "Softmax") as scope:
+        x = convert_to_tensor(logits, name="logits", graph=graph)
+        if _is_last_axis(axis, x):
+            return graph.create_op("Softmax", [x], {"T": x.dtype}, name=scope).outputs[0]
+        check_dtype(x.dtype, FLOATS, "logits")
+        e = math_ops.exp(x - math_ops.reduce_max(x, axis, keepdims=True))
+        return math_ops.realdiv(e, math_ops.reduce_sum(e, axis, keepdims=True), name=scope)
+
+
+def _xent_along(labels: Tensor, logits: Tensor, axis, name: Optional[str]) -> Tensor:
+    # sum(labels * (logsumexp(logits) - logits)) along a non-last axis, stably.
+    shifted = logits - math_ops.reduce_max(logits, axis, keepdims=True)
+    log_sum = math_ops.log(math_ops.reduce_sum(math_ops.exp(shifted), axis, keepdims=True))
+    return math_ops.reduce_sum(labels * (log_sum - shifted), axis, name=name)
+
+
+def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None,
+                                         dim=None) -> Tensor:
+    """-sum(labels * log(softmax(logits)), axis): the loss per example, computed stably.
+
+    Gradients flow into both logits and labels. The op
+    (SoftmaxCrossEntropyWithLogits) also outputs backprop = softmax - labels,
+    kept for the gradient; only the loss is returned.
+
+    Args:
+      labels: a probability distribution per example (Python values or any
+        numeric Tensor; cast to logits' dtype).
+      logits: float Tensor [..., classes]; float16 is computed in float32.
+      axis: the class axis, default -1. `dim`: TF1's old name for it.
+    Returns: a Tensor of logits' dtype and shape without `axis`.
+    Raises: ValueError when the shapes do not broadcast.
+
+    Example:
+      >>> softmax_cross_entropy_with_logits_v2([[0., 1.]], constant([[2., 3.]])).shape
+      TensorShape([1])
+    """
+    axis = _axis_arg(axis, dim)
+    graph = graph_of(labels, logits)
+    with graph.as_default(), graph.name_scope(
+            name or "softmax_cross_entropy_with_logits") as scope:
+        logits = convert_to_tensor(logits, name="logits", graph=graph)
+        check_dtype(logits.dtype, FLOATS, "logits")
+        half = logits.dtype == dtypes.float16
+        precise = math_ops.cast(logits, dtypes.float32) if half else logits
+        labels = math_ops.cast(to_tensor(labels, precise.dtype, "labels", graph), precise.dtype)
+        out_name = None if half else scope
+        if _is_last_axis(axis, precise):
+            loss = graph.create_op("SoftmaxCrossEntropyWithLogits", [precise, labels],
+                                   {"T": precise.dtype},
+                                   name=out_name or "SoftmaxCrossEntropyWithLogits").outputs[0]
+        else:
+            loss = _xent_along(labels, precise, axis, out_name)
+        return math_ops.cast(loss, dtypes.float16, name=scope) if half else loss
+
+
+def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1,
+                                      name=None, axis=None) -> Tensor:
+    """TF1's deprecated form of `softmax_cross_entropy_with_logits_v2`: keyword
+    arguments only, and no gradient into labels (where StopGradient is registered)."""
+    if _sentinel is not None or labels is None or logits is None:
+        raise ValueError("Only call `softmax_cross_entropy_with_logits` with named "
+                         "arguments (labels=..., logits=..., ...)")
+    axis = dim if axis is None else axis
+    graph = graph_of(labels, logits)
+    with graph.as_default(), graph.name_scope(
+            name or "softmax_cross_entropy_with_logits_sg") as scope:
+        if "StopGradient" in registered_ops() and isinstance(labels, Tensor):
+            labels = graph.create_op("StopGradient", [labels], {"T": labels.dtype},
+                                     name="labels_stop_gradient").outputs[0]
+        return softmax_cross_entropy_with_logits_v2(labels, logits, axis=axis, name=scope)

@@ -1,0 +1,226 @@
+"""Variables (TF1 reference variables) and their initializers and updates."""
+from __future__ import annotations
+
+from typing import Optional
+
+from nbcluster.framework import dtypes
+from nbcluster.framework.constant import convert_to_tensor
+from nbcluster.framework.graph import get_default_graph, graph_of
+from nbcluster.framework.op_registry import register_op
+from nbcluster.framework.operation import Tensor
+from nbcluster.framework.tensor_shape import TensorShape, scalar
+
+GLOBAL_VARIABLES = "variables"
+TRAINABLE_VARIABLES = "trainable_variables"
+
+
+@register_op("VariableV2", stateful=True, ref_outputs=(0,))
+def _variable_shape(op):
+    return [(op.get_attr("dtype"), op.get_attr("shape"))]
+
+
+def _assign_shape(op):
+    ref, value = op.inputs
+    if op.get_attr("validate_shape") and not ref.shape.is_compatible_with(value.shape):
+        raise ValueError(f"Shapes {ref.shape} and {value.shape} are incompatible for "
+                         f"'{op.name}' (Assign requires shapes of both tensors to match)")
+    if ref.dtype != value.dtype:
+        raise TypeError(f"Cannot assign {value.dtype.name} to variable of type "
+                        f"{ref.dtype.name} in '{op.name}'")
+    shape = ref.shape if op.get_attr("validate_shape") else value.shape
+    return [(ref.dtype, shape)]
+
+
+register_op("Assign", stateful=True, ref_inputs=(0,), ref_outputs=(0,))(_assign_shape)
+
+
+def _update_shape(op):
+    ref, value = op.inputs
+    if ref.dtype != value.dtype:
+        raise TypeError(f"Update {op.type} of {ref.dtype.name} variable with "
+                        f"{value.dtype.name} in '{op.name}'")
+    if not ref.shape.is_compatible_with(value.shape):
+        raise ValueError(f"Shapes {ref.shape} and {value.shape} are incompatible for "
+                         f"'{op.name}'")
+    return [(ref.dtype, ref.shape)]
+
+
+register_op("AssignAdd", stateful=True, ref_inputs=(0,), ref_outputs=(0,))(_update_shape)
+register_op("AssignSub", stateful=True, ref_inputs=(0,), ref_outputs=(0,))(_update_shape)
+
+
+@register_op("IsVariableInitialized", ref_inputs=(0,))
+def _is_initialized_shape(op):
+    return [(dtypes.bool, scalar())]
+
+
+class Variable:
+    """A TF1 variable: state on its device's task, shared by every session there.
+
+    Example:
+      >>> v = Variable([1.0, 2.0], name="v")
+      >>> v.name
+      'v:0'
+    """
+
+    def __init__(self, initial_value=None, trainable: bool = True, collections=None,
+                 validate_shape: bool = True, caching_device=None, name: Optional[str] = None,
+                 dtype=None, expected_shape=None, shape=None, **unused) -> None:
+        if initial_value is None:
+            raise ValueError("initial_value must be specified.")
+        graph = graph_of(initial_value) if not callable(initial_value) else get_default_graph()
+        with graph.as_default(), graph.name_scope(name or "Variable") as scope:
+            if callable(initial_value):
+                with graph.name_scope("Initializer"):
+                    initial_value = initial_value()
+            value = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
+            var_shape = value.shape if validate_shape else TensorShape(None)
+            if shape is not None:
+                var_shape = TensorShape(shape)
+            self._variable = graph.create_op(
+                "VariableV2", [], {"shape": var_shape, "dtype": value.dtype, "container": "",
+                                   "shared_name": ""}, name=scope[:-1] + "/").outputs[0]
+            with graph.colocate_with(self._variable.op):
+                self._initializer = graph.create_op(
+                    "Assign", [self._variable, value],
+                    {"T": value.dtype, "validate_shape": validate_shape, "use_locking": True},
+                    name="Assign")
+                self._snapshot = graph.create_op("Identity", [self._variable],
+                                                 {"T": value.dtype}, name="read").outputs[0]
+        self._initial_value = value
+        self._trainable = trainable
+        for key in collections or [GLOBAL_VARIABLES]:
+            graph.add_to_collection(key, self)
+        if trainable and TRAINABLE_VARIABLES not in (collections or []):
+            graph.add_to_collection(TRAINABLE_VARIABLES, self)
+
+    # -- what it stands for ------------------------------------------------
+    def _as_graph_element(self) -> Tensor:
+        return self._variable
+
+    def _as_tensor(self) -> Tensor:
+        return self._snapshot
+
+    name = property(lambda self: self._variable.name)
+    op = property(lambda self: self._variable.op)
+    dtype = property(lambda self: self._variable.dtype)
+    shape = property(lambda self: self._variable.shape)
+    device = property(lambda self: self._variable.device)
+    graph = property(lambda self: self._variable.graph)
+    initializer = property(lambda self: self._initializer)
+    initial_value = property(lambda self: self._initial_value)
+    trainable = property(lambda self: self._trainable)
+
+    def get_shape(self) -> TensorShape:
+        return self.shape
+
+    def value(self) -> Tensor:
+        return self._snapshot
+
+    def read_value(self) -> Tensor:
+        with self.graph.colocate_with(self._variable.op):
+            return self.graph.create_op("Identity", [self._variable], {"T": self.dtype},
+                                        name="read").outputs[0]
+
+    # -- updates -----------------------------------------------------------
+    def _update(self, op_type: str, value, use_locking: bool, name, read_value: bool):
+        value = convert_to_tensor(value, dtype=self.dtype)
+        attrs = {"T": self.dtype, "use_locking": bool(use_locking)}
+        if op_type == "Assign":
+            attrs["validate_shape"] = True
+        with self.graph.colocate_with(self._variable.op):
+            out = self.graph.create_op(op_type, [self._variable, value], attrs,
+                                       name=name or op_type).outputs[0]
+        return out if read_value else out.op
+
+    def assign(self, value, use_locking: bool = False, name=None, read_value: bool = True):
+        return self._update("Assign", value, use_locking, name, read_value)
+
+    def assign_add(self, delta, use_locking: bool = False, name=None, read_value: bool = True):
+        return self._update("AssignAdd", delta, use_locking, name, read_value)
+
+    def assign_sub(self, delta, use_locking: bool = False, name=None, read_value: bool = True):
+        return self._update("AssignSub", delta, use_locking, name, read_value)
+
+    def eval(self, session=None):
+        return self._variable.eval(session=session)
+
+    def load(self, value, session=None) -> None:
+        from nbcluster.framework import default_session
+        session = default_session.resolve(session, self.graph)
+        session.run(self._initializer, {self._initializer.inputs[1]: value})
+
+    def __repr__(self) -> str:
+        return f"<tf.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
+
+
+def _delegate(name: str):
+    def method(self, *args):
+        return getattr(self._snapshot, name)(*args)
+    method.__name__ = name
+    return method
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__neg__", "__matmul__", "__rmatmul__",
+              "__pow__", "__getitem__", "__lt__", "__le__", "__gt__", "__ge__", "__abs__"):
+    setattr(Variable, _name, _delegate(_name))
+Variable.__array_priority__ = 100
+
+
+def _assign_fn(op_type: str):
+    def fn(ref, value, use_locking=None, name=None, validate_shape=None):
+        if isinstance(ref, Variable):
+            return ref._update(op_type, value, bool(use_locking), name, True)
+        graph = graph_of(ref)
+        value = convert_to_tensor(value, dtype=ref.dtype, graph=graph)
+        attrs = {"T": ref.dtype, "use_locking": bool(use_locking)}
+        if op_type == "Assign":
+            attrs["validate_shape"] = True if validate_shape is None else validate_shape
+        with graph.colocate_with(ref.op):
+            return graph.create_op(op_type, [ref, value], attrs, name=name or op_type).outputs[0]
+    return fn
+
+
+assign = _assign_fn("Assign")
+assign_add = _assign_fn("AssignAdd")
+assign_sub = _assign_fn("AssignSub")
+
+
+def global_variables(scope: Optional[str] = None) -> list:
+    return _filtered(get_default_graph().get_collection(GLOBAL_VARIABLES), scope)
+
+
+def trainable_variables(scope: Optional[str] = None) -> list:
+    return _filtered(get_default_graph().get_collection(TRAINABLE_VARIABLES), scope)
+
+
+def _filtered(variables: list, scope: Optional[str]) -> list:
+    return [v for v in variables if not scope or v.op.name.startswith(scope)]
+
+
+def variables_initializer(var_list, name: str = "init"):
+    """One op that runs the initializers of `var_list`."""
+    from nbcluster.ops.control import group, no_op
+    var_list = list(var_list)
+    if not var_list:
+        return no_op(name=name)
+    return group(*[v.initializer for v in var_list], name=name)
+
+
+def global_variables_initializer():
+    return variables_initializer(global_variables())
+
+
+initialize_all_variables = global_variables_initializer
+
+
+def is_variable_initialized(variable, name=None) -> Tensor:
+    ref = variable._as_graph_element() if isinstance(variable, Variable) else variable
+    graph = graph_of(ref)
+    with graph.colocate_with(ref.op):
+        return graph.create_op("IsVariableInitialized", [ref], {"dtype": ref.dtype},
+                               name=name or "IsVariableInitialized").outputs[0]
+
+
+

@@ -1,0 +1,1 @@
+"""Generated protobuf and gRPC modules (sources in protos/; never edit by hand)."""

@@ -1,0 +1,101 @@
+"""A master over gRPC, with the same methods as `Master` (the client's seam)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import grpc
+
+from nbcluster import errors
+from nbcluster.framework.graph_def import nodes_to_proto
+from nbcluster.proto import config_pb2, master_pb2
+from nbcluster.rpc import channels, messages
+from nbcluster.rpc.master_service import FEED_FIELD, SERVICE, TENSOR_FIELD
+from nbcluster.rpc.status import from_rpc_error
+
+_CONTROL_TIMEOUT = 60.0
+_STEP_TIMEOUT = 24 * 3600.0  # a step may block on a queue for as long as it likes
+
+
+def _encode_run_step(request: tuple) -> bytes:
+    message, feeds = request
+    return messages.encode(message, FEED_FIELD, feeds.items())
+
+
+def _decode_run_step_response(data: bytes) -> tuple:
+    return messages.decode(data, master_pb2.RunStepResponse, TENSOR_FIELD)
+
+
+class GrpcMasterClient:
+    """Talks to the master of the server at `address` ("host:port")."""
+
+    def __init__(self, address: str, config=None) -> None:
+        self.address = address
+        self._config = config or config_pb2.ConfigProto()
+        channel = channels.channel(address)
+
+        def method(name, request_class=None, response_class=None, ser=None, de=None):
+            return channel.unary_unary(
+                f"/{SERVICE}/{name}",
+                request_serializer=ser or (lambda m: m.SerializeToString()),
+                response_deserializer=de or response_class.FromString)
+
+        self._create = method("CreateSession", response_class=master_pb2.CreateSessionResponse)
+        self._extend = method("ExtendSession", response_class=master_pb2.ExtendSessionResponse)
+        self._run = method("RunStep", ser=_encode_run_step, de=_decode_run_step_response)
+        self._close = method("CloseSession", response_class=master_pb2.CloseSessionResponse)
+        self._list = method("ListDevices", response_class=master_pb2.ListDevicesResponse)
+        self._reset = method("Reset", response_class=master_pb2.ResetResponse)
+
+    def _timeout(self, default: float) -> float:
+        ms = self._config.operation_timeout_in_ms
+        return ms / 1000.0 if ms > 0 else default
+
+    def _call(self, stub, request, timeout: float, wait_for_ready: bool = False):
+        try:
+            return stub(request, timeout=timeout, wait_for_ready=wait_for_ready)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, f"grpc://{self.address}") from None
+
+    def create_session(self, nodes: list, config=None) -> tuple:
+        req = master_pb2.CreateSessionRequest(graph_def=nodes_to_proto(nodes))
+        if config is not None:
+            req.config.CopyFrom(config)
+        resp = self._call(self._create, req, self._timeout(_CONTROL_TIMEOUT))
+        return resp.session_handle, resp.graph_version
+
+    def extend_session(self, handle: str, nodes: list, current_version: int) -> int:
+        req = master_pb2.ExtendSessionRequest(session_handle=handle,
+                                              graph_def=nodes_to_proto(nodes),
+                                              current_graph_version=current_version)
+        return self._call(self._extend, req, self._timeout(_CONTROL_TIMEOUT)).new_graph_version
+
+    def run_step(self, handle: str, feeds: dict, fetches: list, targets: list,
+                 options=None) -> tuple:
+        req = master_pb2.RunStepRequest(session_handle=handle, fetch=fetches, target=targets)
+        timeout = self._timeout(_STEP_TIMEOUT)
+        if options is not None:
+            req.options.CopyFrom(options)
+            if options.timeout_in_ms > 0:
+                timeout = options.timeout_in_ms / 1000.0
+        # The master enforces the step's own deadline; the RPC's is a backstop.
+        response, tensors = self._call(self._run, (req, feeds), timeout + 5.0)
+        values = dict(tensors)
+        metadata = response.metadata if response.HasField("metadata") else None
+        return [values[f] for f in fetches], metadata
+
+    def close_session(self, handle: str) -> None:
+        try:
+            self._call(self._close, master_pb2.CloseSessionRequest(session_handle=handle),
+                       self._timeout(_CONTROL_TIMEOUT))
+        except errors.OpError:  # closing a session on a dead server: nothing left to close
+            pass
+
+    def list_devices(self, handle: Optional[str] = None) -> list:
+        resp = self._call(self._list, master_pb2.ListDevicesRequest(session_handle=handle or ""),
+                          self._timeout(_CONTROL_TIMEOUT))
+        return list(resp.local_device) + list(resp.remote_device)
+
+    def reset(self, containers: list) -> None:
+        # Waits for the server to come up, bounded by operation_timeout_in_ms.
+        self._call(self._reset, master_pb2.ResetRequest(container=containers),
+                   self._timeout(_CONTROL_TIMEOUT), wait_for_ready=True)

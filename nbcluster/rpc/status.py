@@ -1,0 +1,37 @@
+"""OpError <-> gRPC status: the one place the two meet.
+
+TF's error codes equal gRPC's status codes, so the code travels as the
+status; the node name travels in trailing metadata.
+"""
+from __future__ import annotations
+
+import grpc
+
+from nbcluster import errors
+
+_NODE_KEY = "nbcluster-node"
+_BY_VALUE = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def abort(context, error: errors.OpError) -> None:
+    """Ends the RPC with `error`'s code, message and node name."""
+    if error.node_name:
+        context.set_trailing_metadata(((_NODE_KEY, error.node_name),))
+    context.abort(_BY_VALUE.get(error.error_code, grpc.StatusCode.UNKNOWN), error.message)
+
+
+def from_rpc_error(e: grpc.RpcError, target: str) -> errors.OpError:
+    """The OpError a failed call stands for, of the class the server raised."""
+    code = e.code()
+    message = e.details() or str(code)
+    node = None
+    for key, value in (e.trailing_metadata() or ()):
+        if key == _NODE_KEY:
+            node = value
+    if code == grpc.StatusCode.UNAVAILABLE:
+        message = f"{message} (target {target})"
+    elif code == grpc.StatusCode.DEADLINE_EXCEEDED and "Deadline" in message:
+        message = f"{message} waiting for {target}"
+    cls = errors.exception_type_from_error_code(code.value[0]) \
+        if code.value[0] in errors.CODE_TO_EXCEPTION_CLASS else errors.UnknownError
+    return cls(None, None, message, node_name=node)

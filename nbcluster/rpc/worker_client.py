@@ -1,0 +1,98 @@
+"""A worker over gRPC, with the same methods as `Worker` (the WorkerClient seam)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import grpc
+
+from nbcluster.framework.graph_def import nodes_to_proto
+from nbcluster.distributed.transport import RunGraphResult
+from nbcluster.proto import worker_pb2
+from nbcluster.rpc import channels, messages
+from nbcluster.rpc.status import from_rpc_error
+from nbcluster.rpc.worker_service import (RECV_FIELD, SEND_FIELD, SERVICE,
+                                          decode_recv_tensor_response)
+
+_CONTROL_TIMEOUT = 30.0
+_STEP_TIMEOUT = 24 * 3600.0
+
+
+class GrpcWorkerClient:
+    """Talks to the worker of the task at `address`."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        channel = channels.channel(address)
+
+        def method(name, response_class=None, ser=None, de=None):
+            return channel.unary_unary(
+                f"/{SERVICE}/{name}", request_serializer=ser or (lambda m: m.SerializeToString()),
+                response_deserializer=de or response_class.FromString)
+
+        self._status = method("GetStatus", worker_pb2.GetStatusResponse)
+        self._create = method("CreateWorkerSession", worker_pb2.CreateWorkerSessionResponse)
+        self._delete = method("DeleteWorkerSession", worker_pb2.DeleteWorkerSessionResponse)
+        self._register = method("RegisterGraph", worker_pb2.RegisterGraphResponse)
+        self._deregister = method("DeregisterGraph", worker_pb2.DeregisterGraphResponse)
+        self._run = method("RunGraph", ser=lambda r: messages.encode(r[0], SEND_FIELD, r[1]),
+                           de=lambda d: messages.decode(d, worker_pb2.RunGraphResponse,
+                                                        RECV_FIELD))
+        self._cleanup = method("CleanupGraph", worker_pb2.CleanupGraphResponse)
+        self._cleanup_all = method("CleanupAll", worker_pb2.CleanupAllResponse)
+        self._recv = method("RecvTensor", de=decode_recv_tensor_response)
+
+    def _call(self, stub, request, timeout: Optional[float]):
+        try:
+            return stub(request, timeout=timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, f"worker {self.address}") from None
+
+    def get_status(self, timeout: Optional[float] = None):
+        return self._call(self._status, worker_pb2.GetStatusRequest(),
+                          timeout or _CONTROL_TIMEOUT)
+
+    def create_worker_session(self, session_handle: str, isolate: bool) -> None:
+        self._call(self._create, worker_pb2.CreateWorkerSessionRequest(
+            session_handle=session_handle, isolate_session_state=isolate), _CONTROL_TIMEOUT)
+
+    def delete_worker_session(self, session_handle: str) -> None:
+        self._call(self._delete, worker_pb2.DeleteWorkerSessionRequest(
+            session_handle=session_handle), _CONTROL_TIMEOUT)
+
+    def register_graph(self, session_handle: str, nodes: list, parallelism: int) -> str:
+        req = worker_pb2.RegisterGraphRequest(session_handle=session_handle,
+                                              graph_def=nodes_to_proto(nodes),
+                                              create_worker_session_called=True)
+        req.config_proto.inter_op_parallelism_threads = parallelism
+        return self._call(self._register, req, _CONTROL_TIMEOUT).graph_handle
+
+    def deregister_graph(self, session_handle: str, graph_handle: str) -> None:
+        self._call(self._deregister, worker_pb2.DeregisterGraphRequest(
+            session_handle=session_handle, graph_handle=graph_handle), _CONTROL_TIMEOUT)
+
+    def run_graph(self, session_handle: str, graph_handle: str, step_id: int, feeds: dict,
+                  fetches: list, timeout: Optional[float], collect_stats: bool,
+                  partition_graphs: bool) -> RunGraphResult:
+        req = worker_pb2.RunGraphRequest(session_handle=session_handle, graph_handle=graph_handle,
+                                         step_id=step_id, recv_key=fetches,
+                                         create_worker_session_called=True)
+        req.exec_opts.record_timeline = collect_stats
+        req.exec_opts.record_partition_graphs = partition_graphs
+        response, tensors = self._call(self._run, (req, list(feeds.items())),
+                                       timeout if timeout is not None else _STEP_TIMEOUT)
+        result = RunGraphResult(dict(tensors), None, list(response.partition_graph))
+        if response.HasField("step_stats"):
+            result.step_stats = response.step_stats
+        return result
+
+    def cleanup_graph(self, step_id: int) -> None:
+        self._call(self._cleanup, worker_pb2.CleanupGraphRequest(step_id=step_id),
+                   _CONTROL_TIMEOUT)
+
+    def cleanup_all(self, containers: Optional[list]) -> None:
+        self._call(self._cleanup_all, worker_pb2.CleanupAllRequest(container=containers or []),
+                   _CONTROL_TIMEOUT)
+
+    def recv_tensor(self, step_id: int, key: str, timeout: Optional[float]):
+        req = worker_pb2.RecvTensorRequest(step_id=step_id, rendezvous_key=key)
+        return self._call(self._recv, req, timeout if timeout is not None else _STEP_TIMEOUT)

@@ -1,0 +1,91 @@
+"""WorkerService over gRPC: thin handlers around a `Worker`."""
+from __future__ import annotations
+
+import grpc
+
+from nbcluster.framework.graph_def import nodes_from_proto
+from nbcluster.proto import worker_pb2
+from nbcluster.rpc import messages
+from nbcluster.rpc.handlers import proto_handler, timeout_of, unary
+from nbcluster.rpc.tensor_codec import decode_tensor, encode_tensor
+from nbcluster.rpc.wire import length_delimited
+
+SERVICE = "nbcluster.WorkerService"
+SEND_FIELD = 3   # RunGraphRequest.send
+RECV_FIELD = 1   # RunGraphResponse.recv
+TENSOR_FIELD = 1  # RecvTensorResponse.tensor
+
+
+def encode_recv_tensor_response(array) -> bytes:
+    pieces = encode_tensor(array)
+    size = sum(len(memoryview(p).cast("B")) for p in pieces)
+    return b"".join([length_delimited(TENSOR_FIELD, size)] + pieces)
+
+
+def decode_recv_tensor_response(data: bytes):
+    _, fields = messages.split_fields(data, [TENSOR_FIELD])
+    return decode_tensor(fields[TENSOR_FIELD][0])
+
+
+def worker_handler(worker) -> grpc.GenericRpcHandler:
+    def get_status(req, context):
+        return worker.get_status()
+
+    def create_worker_session(req, context):
+        worker.create_worker_session(req.session_handle, req.isolate_session_state)
+        return worker_pb2.CreateWorkerSessionResponse()
+
+    def delete_worker_session(req, context):
+        worker.delete_worker_session(req.session_handle)
+        return worker_pb2.DeleteWorkerSessionResponse()
+
+    def register_graph(req, context):
+        handle = worker.register_graph(req.session_handle, nodes_from_proto(req.graph_def),
+                                       req.config_proto.inter_op_parallelism_threads)
+        return worker_pb2.RegisterGraphResponse(graph_handle=handle)
+
+    def deregister_graph(req, context):
+        worker.deregister_graph(req.session_handle, req.graph_handle)
+        return worker_pb2.DeregisterGraphResponse()
+
+    def run_graph(request, context):
+        req, sends = request
+        worker.bytes_received += sum(a.nbytes for _, a in sends if hasattr(a, "nbytes"))
+        fetches = list(req.recv_key)
+        result = worker.run_graph(req.session_handle, req.graph_handle, req.step_id,
+                                  dict(sends), fetches, timeout_of(context),
+                                  req.exec_opts.record_timeline,
+                                  req.exec_opts.record_partition_graphs)
+        response = worker_pb2.RunGraphResponse()
+        if result.step_stats is not None:
+            response.step_stats.CopyFrom(result.step_stats)
+        response.partition_graph.extend(result.partition_graphs)
+        return messages.encode(response, RECV_FIELD, [(f, result.fetches[f]) for f in fetches])
+
+    def cleanup_graph(req, context):
+        worker.cleanup_graph(req.step_id)
+        return worker_pb2.CleanupGraphResponse()
+
+    def cleanup_all(req, context):
+        worker.cleanup_all(list(req.container))
+        return worker_pb2.CleanupAllResponse()
+
+    def recv_tensor(req, context):
+        return worker.recv_tensor(req.step_id, req.rendezvous_key, timeout_of(context))
+
+    return grpc.method_handlers_generic_handler(SERVICE, {
+        "GetStatus": proto_handler(get_status, worker_pb2.GetStatusRequest),
+        "CreateWorkerSession": proto_handler(create_worker_session,
+                                             worker_pb2.CreateWorkerSessionRequest),
+        "DeleteWorkerSession": proto_handler(delete_worker_session,
+                                             worker_pb2.DeleteWorkerSessionRequest),
+        "RegisterGraph": proto_handler(register_graph, worker_pb2.RegisterGraphRequest),
+        "DeregisterGraph": proto_handler(deregister_graph, worker_pb2.DeregisterGraphRequest),
+        "RunGraph": unary(run_graph,
+                          lambda d: messages.decode(d, worker_pb2.RunGraphRequest, SEND_FIELD),
+                          lambda b: b),
+        "CleanupGraph": proto_handler(cleanup_graph, worker_pb2.CleanupGraphRequest),
+        "CleanupAll": proto_handler(cleanup_all, worker_pb2.CleanupAllRequest),
+        "RecvTensor": unary(recv_tensor, worker_pb2.RecvTensorRequest.FromString,
+                            encode_recv_tensor_response),
+    })

@@ -1,0 +1,1 @@
+"""L1: devices, resources, step state and the executor that runs one partition."""

@@ -1,0 +1,84 @@
+"""Resources that outlive steps (variables, queues), grouped into containers.
+
+Rule: a resource is found by (container, name), as TF finds it by node name,
+so every session and graph on a task that names the same variable shares it.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable, Iterable, Optional
+
+import numpy as np
+
+from nbcluster import errors
+
+
+class VariableResource:
+    """A variable's current value. Updates replace the array, never mutate it,
+    so a value handed out (a fetch, a Send) stays a consistent snapshot."""
+
+    def __init__(self, name: str, dtype, shape) -> None:
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape
+        self.lock = threading.Lock()
+        self._value = None
+
+    @property
+    def initialized(self) -> bool:
+        return self._value is not None
+
+    def read(self):
+        value = self._value
+        if value is None:
+            raise errors.FailedPreconditionError(
+                None, None, f"Attempting to use uninitialized value {self.name}")
+        return value
+
+    def write(self, value) -> None:
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+        self._value = value
+
+
+class ResourceMgr:
+    """Containers of named resources; one per task (or per isolated session)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._containers: dict[str, dict[str, object]] = {}
+
+    def lookup_or_create(self, container: str, name: str, create: Callable[[], object],
+                         kind: type):
+        with self._lock:
+            found = self._containers.setdefault(container, {}).get(name)
+            if found is None:
+                found = self._containers[container][name] = create()
+        if not isinstance(found, kind):
+            raise errors.InvalidArgumentError(
+                None, None, f"Resource {container}/{name} is a {type(found).__name__}, "
+                            f"not a {kind.__name__}")
+        return found
+
+    def lookup(self, container: str, name: str) -> Optional[object]:
+        with self._lock:
+            return self._containers.get(container, {}).get(name)
+
+    def clear(self, containers: Optional[Iterable[str]] = None) -> None:
+        """Drops the named containers (all when None), closing what can close."""
+        with self._lock:
+            names = list(self._containers) if containers is None else list(containers)
+            dropped = [self._containers.pop(n, {}) for n in names]
+        for container in dropped:
+            for resource in container.values():
+                close = getattr(resource, "cancel_all", None)
+                if close is not None:
+                    close()
+
+    def containers(self) -> list:
+        with self._lock:
+            return sorted(self._containers)
+
+    def names(self, container: str) -> list:
+        with self._lock:
+            return sorted(self._containers.get(container, {}))

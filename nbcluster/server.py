@@ -1,0 +1,170 @@
+"""Server: one task of a cluster — its devices, worker and master on gRPC.
+
+The seed's contract (tf.distribute.Server), plus `stop()`, context-manager
+use, port 0 ("pick a free port") and a `target` with the real port.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Optional
+
+from nbcluster import errors
+from nbcluster.framework.cluster_spec import ClusterSpec, parse_address
+from nbcluster.proto import config_pb2
+
+SUPPORTED_PROTOCOLS = ("grpc",)
+_LOCAL: "weakref.WeakValueDictionary[str, Server]" = weakref.WeakValueDictionary()
+
+
+def local_master(target: str):
+    """The master of a started server in this process serving `target`, if any."""
+    server = _LOCAL.get(target)
+    return server._master if server is not None and server._serving else None
+
+
+def make_server_def(server_or_cluster_def, job_name=None, task_index=None, protocol=None,
+                    config=None) -> "config_pb2.ServerDef":
+    """A complete ServerDef from any accepted form of the Server arguments."""
+    if isinstance(server_or_cluster_def, config_pb2.ServerDef) or \
+            type(server_or_cluster_def).__name__ == "ServerDef":
+        server_def = config_pb2.ServerDef.FromString(server_or_cluster_def.SerializeToString())
+        cluster = ClusterSpec(server_def.cluster)
+        job_name = job_name or server_def.job_name or None
+        if task_index is None and server_def.job_name:
+            task_index = server_def.task_index
+        protocol = protocol or server_def.protocol or None
+        if server_def.HasField("default_session_config") and config is None:
+            config = server_def.default_session_config
+    else:
+        cluster = ClusterSpec(server_or_cluster_def)
+    if not cluster.jobs:
+        raise ValueError("The cluster spec must have at least one job")
+    if job_name is None:
+        if len(cluster.jobs) != 1:
+            raise ValueError(f"Must specify an explicit `job_name`: the cluster has jobs "
+                             f"{cluster.jobs}")
+        job_name = cluster.jobs[0]
+    if job_name not in cluster.jobs:
+        raise ValueError(f"Job {job_name!r} is not in the cluster (jobs: {cluster.jobs})")
+    if task_index is None:
+        indices = cluster.task_indices(job_name)
+        if len(indices) != 1:
+            raise ValueError(f"Must specify an explicit `task_index`: job {job_name!r} has "
+                             f"{len(indices)} tasks")
+        task_index = indices[0]
+    if not isinstance(task_index, int) or task_index not in cluster.task_indices(job_name):
+        raise ValueError(f"Task index {task_index!r} is not a task of job {job_name!r} "
+                         f"(tasks: {cluster.task_indices(job_name)})")
+    protocol = protocol or "grpc"
+    if protocol not in SUPPORTED_PROTOCOLS:
+        raise errors.UnimplementedError(None, None, f"Protocol {protocol!r} is not supported; "
+                                                    f"supported: {list(SUPPORTED_PROTOCOLS)}")
+    server_def = config_pb2.ServerDef(cluster=cluster.as_cluster_def(), job_name=job_name,
+                                      task_index=task_index, protocol=protocol)
+    if config is not None:
+        if not isinstance(config, config_pb2.ConfigProto):
+            config = config_pb2.ConfigProto.FromString(config.SerializeToString())
+        server_def.default_session_config.MergeFrom(config)
+    return server_def
+
+
+class Server:
+    """An in-process server: one task of a cluster.
+
+    Args:
+      server_or_cluster_def: a ServerDef, ClusterDef, ClusterSpec or dict.
+      job_name, task_index: this task; inferred only when unambiguous.
+      protocol: "grpc" (the default and only one).
+      config: a ConfigProto, the default for every session on this server.
+      start: start serving now.
+    Raises:
+      ValueError: ambiguous or unknown job/task, malformed cluster.
+      InvalidArgumentError: this task's address has no valid port.
+      UnknownError: the port cannot be bound (e.g. it is in use).
+    Example:
+      >>> server = Server.create_local_server()
+      >>> server.target.startswith("grpc://localhost:")
+      True
+      >>> server.stop()
+    """
+
+    def __init__(self, server_or_cluster_def, job_name: Optional[str] = None,
+                 task_index: Optional[int] = None, protocol: Optional[str] = None,
+                 config=None, start: bool = True) -> None:
+        self._server_def = make_server_def(server_or_cluster_def, job_name, task_index,
+                                           protocol, config)
+        self._serving = False
+        self._stopped = threading.Event()
+        self._build()
+        if start:
+            self.start()
+
+    def _build(self) -> None:
+        from nbcluster.distributed.master import Master
+        from nbcluster.distributed.worker import Worker
+        from nbcluster.rpc.server_core import bind_server, ServerWorkerCache
+        from nbcluster.runtime.devices import local_devices
+
+        sd = self._server_def
+        spec = ClusterSpec(sd.cluster)
+        job, task = sd.job_name, sd.task_index
+        host, port = parse_address(spec.task_address(job, task))
+        config = sd.default_session_config
+        devices = local_devices(job, task, dict(config.device_count),
+                                config.gpu_options.visible_device_list)
+        self._cache = ServerWorkerCache(spec, (job, task))
+        self._worker = Worker(job, task, devices, peers=self._cache.get)
+        self._cache.set_local(self._worker)
+        self._master = Master((job, task), self._cache, config)
+        self._grpc, bound = bind_server(host, port, self._master, self._worker)
+        if port == 0:  # report the real port everywhere the address shows
+            cluster = spec.as_dict()
+            cluster[job][task] = f"{'[' + host + ']' if ':' in host else host}:{bound}"
+            sd.cluster.CopyFrom(ClusterSpec(cluster).as_cluster_def())
+            self._cache.update_spec(ClusterSpec(cluster))
+        self._port = bound
+        self._target = f"grpc://localhost:{bound}"
+
+    @property
+    def server_def(self) -> "config_pb2.ServerDef":
+        return self._server_def
+
+    @property
+    def target(self) -> str:
+        return self._target
+
+    def start(self) -> None:
+        """Starts serving; calling it again does nothing."""
+        if self._stopped.is_set():
+            raise errors.FailedPreconditionError(None, None, "The server has been stopped")
+        if not self._serving:
+            self._grpc.start()
+            self._serving = True
+            _LOCAL[self._target] = self
+
+    def join(self) -> None:
+        """Blocks until the server stops."""
+        self._stopped.wait()
+
+    def stop(self, grace: Optional[float] = None) -> None:
+        """Stops serving and frees the port."""
+        if self._stopped.is_set():
+            return
+        _LOCAL.pop(self._target, None)
+        self._serving = False
+        self._grpc.stop(grace).wait()
+        self._cache.close()
+        self._stopped.set()
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @staticmethod
+    def create_local_server(config=None, start: bool = True) -> "Server":
+        """A one-task cluster (job "localhost") on a free localhost port."""
+        return Server({"localhost": ["localhost:0"]}, protocol="grpc", config=config,
+                      start=start)

@@ -1,0 +1,83 @@
+"""Shared fixtures: servers in subprocesses, so tests exercise real gRPC.
+
+A server in the test's own process is called directly (no gRPC hop, see
+`nbcluster.server.local_master`); a subprocess server is the only way to
+test the wire end to end.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_SERVER_SCRIPT = """
+import sys
+import nbcluster as tf
+config = tf.ConfigProto.FromString(bytes.fromhex(sys.argv[1]))
+server = tf.distribute.Server({"worker": ["127.0.0.1:0"]}, config=config)
+print(server.target, flush=True)
+server.join()
+"""
+
+
+def spawn_server(config=None, timeout: float = 30.0) -> tuple:
+    """Starts a one-task server ("/job:worker/task:0") in a subprocess.
+
+    Returns (process, target). The caller kills the process.
+    """
+    import nbcluster as tf
+    config = config or tf.ConfigProto()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SERVER_SCRIPT, config.SerializeToString().hex()],
+        stdout=subprocess.PIPE, env=env, text=True)
+    try:
+        line = _read_line(proc, timeout)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    if not line.startswith("grpc://"):
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"server subprocess printed {line!r} instead of its target")
+    return proc, line.strip()
+
+
+def _read_line(proc: subprocess.Popen, timeout: float) -> str:
+    import threading
+    box: list = []
+    reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not box:
+        raise TimeoutError(f"server subprocess gave no target within {timeout}s")
+    return box[0]
+
+
+@pytest.fixture
+def server_factory():
+    """`start(config=None) -> target`; every server started is killed at teardown."""
+    procs = []
+
+    def start(config=None) -> str:
+        proc, target = spawn_server(config)
+        procs.append(proc)
+        return target
+
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def server_target(server_factory) -> str:
+    """The "grpc://localhost:<port>" target of a fresh subprocess server."""
+    return server_factory()

@@ -1,0 +1,424 @@
+"""Math ops: values against numpy through a real Session, static shapes and dtypes,
+build-time errors, and the Python operators on Tensors."""
+import warnings
+
+import numpy as np
+import pytest
+
+import nbcluster as tf
+from nbcluster import errors
+from nbcluster.ops import math as m
+
+pytestmark = pytest.mark.timeout(60)
+
+RNG = np.random.default_rng(0)
+
+
+def run(fetches, feed=None):
+    with tf.Session() as sess:
+        return sess.run(fetches, feed)
+
+
+def sample(shape, dtype, low=-5, high=5):
+    if np.dtype(dtype).kind in "iu":
+        return RNG.integers(max(low, np.iinfo(dtype).min), high, size=shape).astype(dtype)
+    return RNG.uniform(low, high, size=shape).astype(dtype)
+
+
+def check(actual, expected, dtype):
+    assert actual.dtype == np.dtype(dtype)
+    assert actual.shape == np.shape(expected)
+    tol = {np.float16: 2e-3, np.float32: 1e-5, np.float64: 1e-12}.get(np.dtype(dtype).type, 0)
+    np.testing.assert_allclose(actual, expected, rtol=tol, atol=tol)
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    with tf.Graph().as_default() as g:
+        yield g
+
+
+# -- element-wise -----------------------------------------------------------------
+BINARY = [(m.add, np.add), (m.subtract, np.subtract), (m.multiply, np.multiply),
+          (m.maximum, np.maximum), (m.minimum, np.minimum)]
+SHAPES = [((2, 3), (2, 3)), ((2, 3), (3,)), ((4, 1, 3), (1, 5, 1)), ((), (2,)), ((0, 3), (1, 3))]
+DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64]
+
+
+@pytest.mark.parametrize("fn,ref", BINARY, ids=lambda f: getattr(f, "__name__", ""))
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+def test_binary_matches_numpy(fn, ref, dtype, shapes):
+    x, y = sample(shapes[0], dtype), sample(shapes[1], dtype)
+    t = fn(tf.constant(x), tf.constant(y))
+    assert t.dtype == tf.as_dtype(dtype)
+    assert t.shape.as_list() == list(np.broadcast_shapes(x.shape, y.shape))
+    check(run(t), ref(x, y), dtype)
+
+
+COMPARE = [(m.equal, np.equal), (m.not_equal, np.not_equal), (m.less, np.less),
+           (m.less_equal, np.less_equal), (m.greater, np.greater),
+           (m.greater_equal, np.greater_equal)]
+
+
+@pytest.mark.parametrize("fn,ref", COMPARE, ids=lambda f: getattr(f, "__name__", ""))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_comparisons_give_bool(fn, ref, dtype):
+    x, y = sample((3, 4), dtype, -2, 2), sample((4,), dtype, -2, 2)
+    t = fn(x, tf.constant(y))
+    assert t.dtype == tf.bool and t.shape.as_list() == [3, 4]
+    check(run(t), ref(x, y), np.bool_)
+
+
+def test_equal_on_bool_and_string():
+    assert run(m.equal([True, False], [True, True])).tolist() == [True, False]
+    assert run(m.not_equal(tf.constant(["a", "b"]), "a")).tolist() == [False, True]
+
+
+UNARY = [(m.negative, np.negative, -5), (m.square, np.square, -5), (m.sqrt, np.sqrt, 0),
+         (m.exp, np.exp, -5), (m.log, np.log, 0.1), (m.tanh, np.tanh, -5),
+         (m.abs, np.abs, -5)]
+
+
+@pytest.mark.parametrize("fn,ref,low", UNARY, ids=lambda f: getattr(f, "__name__", ""))
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(), (5,), (2, 3, 4)], ids=str)
+def test_unary_float_matches_numpy(fn, ref, low, dtype, shape):
+    x = sample(shape, dtype, low, 5)
+    t = fn(tf.constant(x))
+    assert t.dtype == tf.as_dtype(dtype) and t.shape.as_list() == list(shape)
+    check(run(t), ref(x), dtype)
+
+
+@pytest.mark.parametrize("fn,ref", [(m.negative, np.negative), (m.square, np.square),
+                                    (m.abs, np.abs)])
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
+def test_unary_int_matches_numpy(fn, ref, dtype):
+    x = sample((3, 3), dtype, -9, 9)
+    check(run(fn(tf.constant(x))), ref(x), dtype)
+
+
+@pytest.mark.parametrize("fn", [m.sqrt, m.exp, m.log, m.tanh])
+def test_float_only_unary_refuses_ints(fn):
+    with pytest.raises(TypeError, match="int32 not in list of allowed values"):
+        fn(tf.constant([1, 2]))
+
+
+def test_log_and_div_edge_values_do_not_warn():
+    with warnings.catch_warnings():  # global, so it also sees executor threads
+        warnings.simplefilter("error", RuntimeWarning)
+        out = run([m.log(tf.constant([0.0, -1.0])), tf.constant([1.0, 0.0]) / 0.0])
+    assert out[0][0] == -np.inf and np.isnan(out[0][1])
+    assert out[1][0] == np.inf and np.isnan(out[1][1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_pow(dtype):
+    x, y = sample((2, 3), dtype, 1, 4), sample((3,), dtype, 0, 3)
+    check(run(m.pow(tf.constant(x), tf.constant(y))), np.power(x, y), dtype)
+
+
+def test_int_pow_to_negative_power_fails_at_run_time():
+    with pytest.raises(errors.InvalidArgumentError):
+        run(m.pow(tf.constant([2]), tf.constant([-1])))
+
+
+# -- division -----------------------------------------------------------------------
+@pytest.mark.parametrize("dtype,out", [(np.float16, np.float16), (np.float32, np.float32),
+                                       (np.float64, np.float64), (np.int8, np.float32),
+                                       (np.int16, np.float32), (np.uint8, np.float32),
+                                       (np.int32, np.float64), (np.int64, np.float64)])
+def test_divide_is_python3_truediv(dtype, out):
+    x, y = sample((2, 3), dtype, 1, 9), sample((3,), dtype, 1, 9)
+    t = m.divide(tf.constant(x), tf.constant(y))
+    assert t.dtype == tf.as_dtype(out) and t.op.type == "RealDiv" and t.op.name == "truediv"
+    check(run(t), x.astype(out) / y.astype(out), out)
+
+
+def test_divide_refuses_unsigned_32_and_bool():
+    with pytest.raises(TypeError, match="Invalid dtype"):
+        m.divide(tf.constant(np.uint32([1])), tf.constant(np.uint32([1])))
+    with pytest.raises(TypeError, match="same dtype"):
+        m.divide(tf.constant([1.0]), tf.constant([1]))
+
+
+def test_realdiv_is_float_only():
+    assert run(m.realdiv(tf.constant([3.0]), 2.0)).tolist() == [1.5]
+    with pytest.raises(TypeError, match="allowed values"):
+        m.realdiv(tf.constant([3]), 2)
+
+
+# -- dtypes of mixed arguments --------------------------------------------------------
+def test_python_scalars_take_the_tensor_dtype():
+    x = tf.constant([1.0, 2.0], dtype=tf.float16)
+    for t in (x * 2.0, 2.0 * x, x + 1, 1 - x, x / 2, 3 / x, m.add(1, x), m.maximum(x, 0)):
+        assert t.dtype == tf.float16
+    assert (tf.constant([1, 2], dtype=tf.int64) + 1).dtype == tf.int64
+
+
+def test_python_value_that_does_not_fit_the_dtype_is_a_type_error():
+    with pytest.raises(TypeError):
+        tf.constant([1, 2]) + 0.5
+
+
+def test_mismatched_tensor_dtypes_are_type_errors():
+    with pytest.raises(TypeError, match="Input 'y' of 'AddV2' Op has type int32 that does not "
+                                        "match type float32 of argument 'x'"):
+        m.add(tf.constant([1.0]), tf.constant([1]))
+    with pytest.raises(TypeError, match="does not match"):
+        tf.constant([1.0]) * tf.constant([1], dtype=tf.int64)
+
+
+def test_numeric_ops_refuse_bool():
+    with pytest.raises(TypeError, match="DataType bool not in list of allowed values"):
+        m.add(tf.constant([True]), tf.constant([False]))
+
+
+# -- static shapes ---------------------------------------------------------------------
+def test_unknown_dims_broadcast_statically():
+    x = tf.placeholder(tf.float32, [None, 3])
+    assert (x + tf.constant([1.0, 2.0, 3.0])).shape.as_list() == [None, 3]
+    assert (x * tf.placeholder(tf.float32, [5, 1, 1])).shape.as_list() == [5, None, 3]
+    assert (m.exp(x)).shape.as_list() == [None, 3]
+    assert (x + tf.placeholder(tf.float32)).shape.rank is None
+    out = run(x + 1.0, {x: np.ones((4, 3), np.float32)})
+    assert out.shape == (4, 3) and (out == 2).all()
+
+
+def test_incompatible_shapes_fail_at_build_time_naming_both():
+    with pytest.raises(ValueError, match=r"Dimensions must be equal, but are 3 and 4.*"
+                                         r"\[2,3\], \[2,4\]"):
+        m.add(tf.constant(np.zeros((2, 3))), tf.constant(np.zeros((2, 4))))
+    with pytest.raises(ValueError, match=r"\[\?,3\], \[2\]"):
+        tf.placeholder(tf.float32, [None, 3]) < tf.constant([1.0, 2.0])
+
+
+def test_runtime_shape_mismatch_is_invalid_argument():
+    x = tf.placeholder(tf.float32, [None])
+    with pytest.raises(errors.InvalidArgumentError):
+        run(x + tf.constant([1.0, 2.0]), {x: np.ones(3, np.float32)})
+
+
+# -- cast ------------------------------------------------------------------------------
+def test_cast():
+    x = tf.constant([1.7, -1.7, 0.0, 2.5])
+    t = m.cast(x, tf.int32)
+    assert t.op.type == "Cast" and t.op.get_attr("SrcT") == tf.float32
+    assert t.op.get_attr("DstT") == tf.int32
+    assert run(t).tolist() == [1, -1, 0, 2]  # truncation toward zero, as C++ casts
+    assert run(m.cast(x, tf.bool)).tolist() == [True, True, False, True]
+    assert run(m.cast(tf.constant([True, False]), tf.float16)).dtype == np.float16
+    assert run(m.cast(tf.constant(np.int64(2 ** 40)), tf.float64)) == 2.0 ** 40
+    assert run(m.cast(tf.constant(np.complex64(3 + 4j)), tf.float32)) == 3.0
+
+
+def test_cast_to_own_dtype_adds_no_op():
+    x = tf.constant([1.0])
+    assert m.cast(x, tf.float32) is x
+    assert m.cast([1, 2], "float32").dtype == tf.float32
+
+
+# -- matmul ------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul(dtype, ta, tb):
+    a, b = sample((3, 4), dtype, -3, 3), sample((4, 2), dtype, -3, 3)
+    a_in, b_in = (a.T if ta else a), (b.T if tb else b)
+    t = m.matmul(tf.constant(a_in), tf.constant(b_in), transpose_a=ta, transpose_b=tb)
+    assert t.op.type == "MatMul" and t.shape.as_list() == [3, 2]
+    assert t.op.get_attr("transpose_a") == ta and t.op.get_attr("T") == tf.as_dtype(dtype)
+    expected = (a.astype(np.float32) @ b.astype(np.float32)).astype(dtype)
+    tol = 1e-2 if dtype == np.float16 else 1e-5
+    np.testing.assert_allclose(run(t), expected, rtol=tol, atol=tol)
+    assert run(t).dtype == dtype
+
+
+def test_matmul_static_shapes_and_errors():
+    x = tf.placeholder(tf.float32, [None, 3])
+    assert m.matmul(x, tf.zeros([3, 5])).shape.as_list() == [None, 5]
+    assert m.matmul(x, tf.placeholder(tf.float32, [None, None])).shape.as_list() == [None, None]
+    with pytest.raises(ValueError, match=r"Dimensions must be equal, but are 3 and 4 .*"
+                                         r"\[\?,3\], \[4,5\]"):
+        m.matmul(x, tf.zeros([4, 5]))
+    with pytest.raises(ValueError, match="Shape must be rank 2 but is rank 1"):
+        m.matmul(tf.zeros([2, 3]), tf.zeros([3]))
+    with pytest.raises(TypeError, match="does not match"):
+        m.matmul(tf.zeros([2, 3]), tf.constant(np.zeros((3, 2), np.float64)))
+    with pytest.raises(ValueError, match="Only one of transpose_a and adjoint_a"):
+        m.matmul(x, x, transpose_a=True, adjoint_a=True)
+
+
+def test_batch_matmul_broadcasts_batch_dims():
+    a, b = sample((2, 1, 3, 4), np.float64), sample((5, 4, 2), np.float64)
+    t = m.matmul(tf.constant(a), tf.constant(b))
+    assert t.op.type == "BatchMatMulV2" and t.shape.as_list() == [2, 5, 3, 2]
+    check(run(t), a @ b, np.float64)
+    t = m.matmul(tf.constant(b), tf.constant(a), adjoint_a=True, adjoint_b=True)
+    check(run(t), np.swapaxes(b, -1, -2) @ np.swapaxes(a, -1, -2), np.float64)
+    assert m.matmul(tf.placeholder(tf.float64), tf.constant(b)).shape.rank is None
+
+
+# -- reductions ---------------------------------------------------------------------------
+REDUCE = [(m.reduce_sum, np.sum), (m.reduce_mean, np.mean), (m.reduce_max, np.max),
+          (m.reduce_min, np.min)]
+AXES = [None, 0, 1, -1, [0, 2], (-1, 0), []]
+
+
+@pytest.mark.parametrize("fn,ref", REDUCE, ids=lambda f: getattr(f, "__name__", ""))
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int64])
+def test_reductions_match_numpy(fn, ref, axis, keepdims, dtype):
+    x = sample((2, 3, 4), dtype)
+    t = fn(tf.constant(x), axis=axis, keepdims=keepdims)
+    np_axis = tuple(axis) if isinstance(axis, list) else axis
+    expected = ref(x.astype(np.float64), axis=np_axis, keepdims=keepdims)
+    if ref is np.mean and np.dtype(dtype).kind == "i":
+        expected = np.trunc(expected)
+    assert t.dtype == tf.as_dtype(dtype) and t.shape.as_list() == list(np.shape(expected))
+    check(run(t), expected.astype(dtype), dtype)
+
+
+def test_reduction_op_and_attrs():
+    t = m.reduce_sum(tf.constant([[1, 2]]), 1, keep_dims=True)
+    assert t.op.type == "Sum" and t.op.name == "Sum" and t.op.get_attr("keep_dims") is True
+    assert t.op.get_attr("Tidx") == tf.int32 and t.op.inputs[1].dtype == tf.int32
+    assert m.reduce_mean(tf.constant([1.0]), reduction_indices=[0]).shape.as_list() == []
+    with pytest.raises(ValueError, match="Cannot specify both 'keepdims' and 'keep_dims'"):
+        m.reduce_sum(tf.constant([1]), keepdims=True, keep_dims=True)
+    with pytest.raises(ValueError, match="Cannot specify both 'axis' and 'reduction_indices'"):
+        m.reduce_sum(tf.constant([1]), axis=0, reduction_indices=0)
+
+
+def test_int_mean_truncates_and_int_sum_keeps_dtype():
+    assert run(m.reduce_mean(tf.constant([-1, -2]))) == -1  # C division, not floor
+    assert run(m.reduce_mean(tf.constant([1, 2]))) == 1
+    big = tf.constant(np.full(4, 2 ** 30, np.int32))
+    assert run(m.reduce_sum(big)).dtype == np.int32  # wraps, as TF's int32 sum does
+
+
+def test_reduce_max_of_empty_is_the_identity():
+    x = tf.constant(np.zeros((0, 2), np.float32))
+    assert run(m.reduce_max(x, 0)).tolist() == [-np.inf, -np.inf]
+    assert run(m.reduce_min(tf.constant(np.zeros((0,), np.int32)))) == np.iinfo(np.int32).max
+
+
+def test_reductions_with_unknown_dims():
+    x = tf.placeholder(tf.float32, [None, 3])
+    assert m.reduce_sum(x, 1).shape.as_list() == [None]
+    assert m.reduce_sum(x, 0, keepdims=True).shape.as_list() == [1, 3]
+    assert m.reduce_sum(x).shape.as_list() == []
+    axis = tf.placeholder(tf.int32)
+    assert m.reduce_sum(x, axis).shape.rank is None
+    assert m.reduce_sum(x, axis, keepdims=True).shape.as_list() == [None, None]
+    feed = {x: np.ones((2, 3), np.float32), axis: 1}
+    assert run(m.reduce_sum(x, axis), feed).tolist() == [3.0, 3.0]
+
+
+def test_reduce_all_of_unknown_rank_reduces_at_run_time():
+    x = tf.placeholder(tf.float32)
+    t = m.reduce_sum(x)
+    assert t.shape.rank is None
+    assert run(t, {x: np.ones((2, 3, 4), np.float32)}) == 24.0
+
+
+def test_bad_reduction_axis():
+    with pytest.raises(ValueError, match=r"Invalid reduction dimension 2 for input with 2 "
+                                         r"dimensions.*\[2,3\]"):
+        m.reduce_sum(tf.zeros([2, 3]), 2)
+    with pytest.raises(ValueError, match="Invalid reduction dimension -3"):
+        m.reduce_max(tf.zeros([2, 3]), [0, -3])
+    axis = tf.placeholder(tf.int32)
+    with pytest.raises(errors.InvalidArgumentError, match="Invalid reduction dimension"):
+        run(m.reduce_sum(tf.zeros([2, 3]), axis), {axis: 5})
+    with pytest.raises(TypeError):
+        m.reduce_sum(tf.constant([True]))
+
+
+# -- argmax / argmin ---------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_argmax_argmin(dtype, axis):
+    x = sample((4, 5), dtype, -3, 3)  # small range: ties, where the first index wins
+    for fn, ref in ((m.argmax, np.argmax), (m.argmin, np.argmin)):
+        t = fn(tf.constant(x), axis)
+        assert t.dtype == tf.int64 and t.op.get_attr("output_type") == tf.int64
+        expected = ref(x, axis=axis)
+        assert t.shape.as_list() == list(expected.shape)
+        check(run(t), expected, np.int64)
+
+
+def test_argmax_defaults_and_errors():
+    x = tf.constant([[1, 9], [8, 2]])
+    assert run(m.argmax(x)).tolist() == [1, 0]  # TF1: axis defaults to 0
+    t = m.argmax(x, dimension=1, output_type=tf.int32)
+    assert t.dtype == tf.int32 and run(t).tolist() == [1, 0]
+    assert m.argmax(tf.placeholder(tf.float32, [None, 3]), 1).shape.as_list() == [None]
+    with pytest.raises(ValueError, match=r"Expected dimension in the range \[-2, 2\)"):
+        m.argmax(x, 2)
+    with pytest.raises(TypeError):
+        m.argmax(x, 0, output_type=tf.float32)
+
+
+# -- range -----------------------------------------------------------------------------------
+def test_range():
+    assert run(m.range(5)).tolist() == [0, 1, 2, 3, 4]
+    t = m.range(1, 2.0, 0.25)
+    assert t.dtype == tf.float32 and t.shape.as_list() == [4]
+    assert run(t).tolist() == [1.0, 1.25, 1.5, 1.75]
+    assert run(m.range(5, 0, -2, dtype=tf.int64)).tolist() == [5, 3, 1]
+    n = tf.placeholder(tf.int32, [])
+    assert m.range(n).shape.as_list() == [None]
+    assert run(m.range(n), {n: 3}).tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="Requires delta != 0"):
+        m.range(0, 5, 0)
+    with pytest.raises(errors.InvalidArgumentError, match="Requires start <= limit"):
+        run(m.range(n, 2), {n: 4})
+
+
+# -- Python operators and op names --------------------------------------------------------
+def test_operators_match_numpy():
+    a, b = sample((2, 3), np.float32, 1, 3), sample((3,), np.float32, 1, 3)
+    x, y = tf.constant(a), tf.constant(b)
+    got = run([x + y, x - y, x * y, x / y, -x, abs(-x), x ** 2.0, 2.0 ** b * x,
+               1.0 + x, 1.0 - x, 2.0 * x, 1.0 / x, x < y, x <= y, x > y, x >= y,
+               x @ tf.constant(a.T), a @ tf.constant(a.T), tf.constant(a) @ a.T])
+    want = [a + b, a - b, a * b, a / b, -a, a, a ** 2, 2.0 ** b * a, 1 + a, 1 - a, 2 * a,
+            1 / a, a < b, a <= b, a > b, a >= b, a @ a.T, a @ a.T, a @ a.T]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5)
+
+
+def test_operator_op_names_follow_tf1():
+    x = tf.constant([1.0])
+    names = [(x + 1).op.name, (x + 1).op.name, (x * x).op.name, (x - x).op.name,
+             (x / x).op.name, (-x).op.name, (x ** 2).op.name, (x < x).op.name,
+             abs(x).op.name]
+    assert names == ["add", "add_1", "mul", "sub", "truediv", "Neg", "pow", "Less", "Abs"]
+    assert (x + 1).op.inputs[1].op.name == "add_2/y"
+    assert (1 - x).op.inputs[0].op.name == "sub_1/x"
+    assert [m.add(x, x).op.name, m.add(x, x).op.name, m.add(x, x, name="s").op.name] == \
+        ["AddV2", "AddV2_1", "s"]
+    assert m.matmul(tf.zeros([1, 1]), tf.zeros([1, 1])).op.name == "MatMul"
+
+
+def test_tensor_equality_stays_identity():
+    x = tf.constant([1.0])
+    assert (x == x) is True and (x != tf.constant([1.0])) is True
+
+
+def test_kernels_leave_read_only_inputs_untouched():
+    a = sample((3, 4), np.float32, 0.5, 2)
+    b = sample((3, 4), np.float32, 0.5, 2)
+    for arr in (a, b):
+        arr.flags.writeable = False
+    saved = a.copy(), b.copy()
+    x, y = tf.placeholder(tf.float32, [3, 4]), tf.constant(b)
+    fetches = [x + y, x - y, x * y, x / y, -x, abs(x), x ** y, m.square(x), m.sqrt(x),
+               m.exp(x), m.log(x), m.tanh(x), m.maximum(x, y), m.minimum(x, y),
+               m.equal(x, y), x < y, m.cast(x, tf.int32), m.matmul(x, y, transpose_b=True),
+               m.reduce_sum(x), m.reduce_mean(x, 0), m.reduce_max(x, 1), m.reduce_min(x),
+               m.argmax(x, 1), m.argmin(x, 0)]
+    run(fetches, {x: a})
+    np.testing.assert_array_equal(a, saved[0])
+    np.testing.assert_array_equal(b, saved[1])

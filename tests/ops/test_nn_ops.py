@@ -1,0 +1,193 @@
+"""NN ops: relu, sigmoid, softmax and softmax cross-entropy against numpy through a
+real Session, their numerical stability, static shapes and build-time errors."""
+import warnings
+
+import numpy as np
+import pytest
+
+import nbcluster as tf
+from nbcluster import errors
+from nbcluster.ops import nn
+
+pytestmark = pytest.mark.timeout(60)
+
+RNG = np.random.default_rng(1)
+FLOATS = [np.float16, np.float32, np.float64]
+TOL = {np.float16: 3e-3, np.float32: 1e-5, np.float64: 1e-12}
+
+
+def run(fetches, feed=None):
+    with tf.Session() as sess:
+        return sess.run(fetches, feed)
+
+
+def check(actual, expected, dtype):
+    assert actual.dtype == np.dtype(dtype) and actual.shape == np.shape(expected)
+    tol = TOL.get(np.dtype(dtype).type, 0)
+    np.testing.assert_allclose(actual, expected, rtol=tol, atol=tol)
+
+
+def np_softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def np_xent(labels, logits, axis=-1):
+    shifted = logits - logits.max(axis=axis, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    return -(labels * log_probs).sum(axis=axis)
+
+
+def distribution(shape, dtype=np.float32):
+    return np_softmax(RNG.normal(size=shape)).astype(dtype)
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    with tf.Graph().as_default() as g:
+        yield g
+
+
+# -- relu, sigmoid ------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", FLOATS + [np.int32, np.int64])
+def test_relu(dtype):
+    x = (RNG.normal(size=(3, 4)) * 5).astype(dtype)
+    t = nn.relu(tf.constant(x))
+    assert t.op.type == "Relu" and t.op.name == "Relu" and t.dtype == tf.as_dtype(dtype)
+    check(run(t), np.maximum(x, 0), dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(), (7,), (2, 3, 4)], ids=str)
+def test_sigmoid(dtype, shape):
+    x = (RNG.normal(size=shape) * 4).astype(dtype)
+    t = nn.sigmoid(tf.constant(x))
+    assert t.op.type == "Sigmoid" and t.shape.as_list() == list(shape)
+    check(run(t), (1 / (1 + np.exp(-x.astype(np.float64)))).astype(dtype), dtype)
+
+
+def test_sigmoid_is_exact_at_the_extremes():
+    with warnings.catch_warnings():  # global, so it also sees executor threads
+        warnings.simplefilter("error", RuntimeWarning)
+        out = run(nn.sigmoid(tf.constant([-1000.0, -30.0, 0.0, 30.0, 1000.0])))
+    np.testing.assert_allclose(out, [0.0, 9.357623e-14, 0.5, 1.0, 1.0], rtol=1e-6)
+
+
+def test_relu_and_sigmoid_dtype_rules():
+    with pytest.raises(TypeError, match="parameter 'features'.*bool"):
+        nn.relu(tf.constant([True]))
+    with pytest.raises(TypeError, match="int32 not in list"):
+        nn.sigmoid(tf.constant([1]))
+    x = tf.placeholder(tf.float32, [None, 5])
+    assert nn.relu(x).shape.as_list() == [None, 5]
+
+
+# -- softmax ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape,axis", [((5,), -1), ((3, 4), -1), ((3, 4), 1), ((3, 4), 0),
+                                        ((2, 3, 4), 1), ((2, 3, 4), -3)], ids=str)
+def test_softmax(dtype, shape, axis):
+    x = (RNG.normal(size=shape) * 3).astype(dtype)
+    t = nn.softmax(tf.constant(x), axis=axis)
+    assert t.dtype == tf.as_dtype(dtype) and t.shape.as_list() == list(shape)
+    assert t.op.name == "Softmax"
+    last = axis in (-1, len(shape) - 1)
+    assert (t.op.type == "Softmax") == last
+    check(run(t), np_softmax(x.astype(np.float64), axis).astype(dtype), dtype)
+
+
+def test_softmax_is_stable_and_takes_tf1_dim():
+    x = tf.constant([[1000.0, 1001.0, -1000.0], [-1e30, 0.0, 1e30]])
+    out = run([nn.softmax(x), nn.softmax(x, dim=0)])
+    np.testing.assert_allclose(out[0], [[0.26894142, 0.73105858, 0.0], [0.0, 0.0, 1.0]],
+                               rtol=1e-6)
+    assert np.isfinite(out[1]).all()
+    with pytest.raises(ValueError, match="Cannot specify both 'axis' and 'dim'"):
+        nn.softmax(x, axis=0, dim=0)
+
+
+def test_softmax_errors_and_shapes():
+    with pytest.raises(errors.InvalidArgumentError, match=r"range \[-2, 2\).*dim=2"):
+        nn.softmax(tf.zeros([2, 3]), axis=2)
+    with pytest.raises(ValueError, match="at least rank 1 but is rank 0"):
+        nn.softmax(tf.constant(1.0))
+    with pytest.raises(TypeError):
+        nn.softmax(tf.constant([1, 2]))
+    x = tf.placeholder(tf.float32, [None, 3])
+    assert nn.softmax(x).shape.as_list() == [None, 3]
+    assert nn.softmax(tf.placeholder(tf.float32)).shape.rank is None
+    out = run(nn.softmax(x), {x: np.zeros((2, 3), np.float32)})
+    np.testing.assert_allclose(out, np.full((2, 3), 1 / 3), rtol=1e-6)
+
+
+# -- softmax cross-entropy -----------------------------------------------------------------------
+XENT = [nn.softmax_cross_entropy_with_logits_v2,
+        lambda labels, logits, **kw: nn.softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits, **kw)]
+
+
+@pytest.mark.parametrize("xent", XENT, ids=["v2", "v1"])
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(4, 3), (5,), (2, 3, 4)], ids=str)
+def test_xent_matches_numpy(xent, dtype, shape):
+    logits = (RNG.normal(size=shape) * 3).astype(dtype)
+    labels = distribution(shape, dtype)
+    t = xent(tf.constant(labels), tf.constant(logits))
+    assert t.dtype == tf.as_dtype(dtype) and t.shape.as_list() == list(shape[:-1])
+    expected = np_xent(labels.astype(np.float64), logits.astype(np.float64)).astype(dtype)
+    check(run(t), expected, dtype)
+
+
+def test_xent_op_keeps_backprop_output():
+    logits, labels = RNG.normal(size=(4, 3)), distribution((4, 3), np.float64)
+    loss = nn.softmax_cross_entropy_with_logits_v2(labels, tf.constant(logits))
+    op = loss.op
+    assert op.type == "SoftmaxCrossEntropyWithLogits"
+    assert op.name == "softmax_cross_entropy_with_logits" and loss is op.outputs[0]
+    assert [o.shape.as_list() for o in op.outputs] == [[4], [4, 3]]
+    assert op.get_attr("T") == tf.float64
+    got_loss, backprop = run([op.outputs[0], op.outputs[1]])
+    check(backprop, np_softmax(logits) - labels, np.float64)
+    check(got_loss, np_xent(labels, logits), np.float64)
+
+
+def test_xent_is_stable_for_huge_logits():
+    logits = tf.constant([[1e4, 0.0, -1e4], [-1e30, 1e30, 0.0]])
+    labels = [[1.0, 0.0, 0.0], [0.5, 0.5, 0.0]]
+    with warnings.catch_warnings():  # global, so it also sees executor threads
+        warnings.simplefilter("error", RuntimeWarning)
+        out = run(nn.softmax_cross_entropy_with_logits_v2(labels, logits))
+    np.testing.assert_allclose(out, [0.0, 1e30], rtol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [0, -2])
+def test_xent_along_another_axis(axis):
+    logits, labels = RNG.normal(size=(3, 4)), distribution((4, 3), np.float64).T
+    t = nn.softmax_cross_entropy_with_logits_v2(labels, tf.constant(logits), axis=axis)
+    assert t.shape.as_list() == [4]
+    check(run(t), np_xent(labels, logits, axis=0), np.float64)
+
+
+def test_xent_labels_take_the_logits_dtype_and_broadcast():
+    logits = tf.constant(RNG.normal(size=(2, 3)).astype(np.float64))
+    t = nn.softmax_cross_entropy_with_logits_v2([[0, 1, 0], [1, 0, 0]], logits)
+    assert t.dtype == tf.float64
+    t = nn.softmax_cross_entropy_with_logits_v2(tf.constant([0, 0, 1]), logits)  # int labels
+    assert t.dtype == tf.float64 and t.shape.as_list() == [2]
+    expected = np_xent(np.array([0.0, 0.0, 1.0]), run(logits))
+    check(run(t), expected, np.float64)
+
+
+def test_xent_static_shapes_and_errors():
+    logits = tf.placeholder(tf.float32, [None, 10])
+    labels = tf.placeholder(tf.float32, [None, 10])
+    loss = nn.softmax_cross_entropy_with_logits_v2(labels, logits)
+    assert loss.shape.as_list() == [None]
+    feed = {logits: np.zeros((3, 10), np.float32), labels: np.full((3, 10), 0.1, np.float32)}
+    np.testing.assert_allclose(run(loss, feed), np.full(3, np.log(10)), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"\[\?,10\], \[2,3\]|\[2,3\], \[\?,10\]"):
+        nn.softmax_cross_entropy_with_logits_v2(tf.zeros([2, 3]), logits)
+    with pytest.raises(TypeError):
+        nn.softmax_cross_entropy_with_logits_v2([[1]], tf.constant([[1]]))
+    with pytest.raises(ValueError, match="named arguments"):
+        nn.softmax_cross_entropy_with_logits(tf.zeros([2, 3]), tf.zeros([2, 3]))
