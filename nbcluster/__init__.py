@@ -19,16 +19,18 @@ from nbcluster.framework.scopes import (add_to_collection, colocate_with, contai
                                         control_dependencies, device, get_collection,
                                         name_scope)
 from nbcluster.ops.array import (concat, expand_dims, fill, identity, ones, ones_like,
-                                 placeholder, placeholder_with_default, reshape, shape,
-                                 squeeze, stack, transpose, zeros, zeros_like)
-from nbcluster.ops.control import group, no_op
-from nbcluster.ops.math import (abs, add, argmax, cast, divide, equal, exp, greater,  # noqa: A004
+                                 placeholder, placeholder_with_default, rank, reshape, shape,
+                                 size, squeeze, stack, transpose, zeros, zeros_like)
+from nbcluster.ops.control import group, no_op, tuple  # noqa: A004
+from nbcluster.ops.math import (abs, add, argmax, argmin, cast, divide, equal, exp, greater,  # noqa: A004
                                 greater_equal, less, less_equal, log, matmul, maximum,
-                                minimum, multiply, negative, not_equal, pow, reduce_max,
+                                minimum, multiply, negative, not_equal, pow, range,
+                                reduce_max,
                                 reduce_mean, reduce_min, reduce_sum, sqrt, square, subtract,
                                 tanh)
 from nbcluster.ops.queue import FIFOQueue
-from nbcluster.ops.random import random_normal, random_uniform, set_random_seed
+from nbcluster.ops.random import (random_normal, random_uniform, set_random_seed,
+                                  truncated_normal)
 from nbcluster.ops.state import (Variable, assign, assign_add, assign_sub, global_variables,
                                  global_variables_initializer, initialize_all_variables,
                                  is_variable_initialized, trainable_variables,

@@ -34,10 +34,11 @@ def make_server_def(server_or_cluster_def, job_name=None, task_index=None, proto
         if task_index is None and server_def.job_name:
             task_index = server_def.task_index
         protocol = protocol or server_def.protocol or None
-        if server_def.HasField("default_session_config") and config is None:
-            config = server_def.default_session_config
+        base_config = server_def.default_session_config \
+            if server_def.HasField("default_session_config") else None
     else:
         cluster = ClusterSpec(server_or_cluster_def)
+        base_config = None
     if not cluster.jobs:
         raise ValueError("The cluster spec must have at least one job")
     if job_name is None:
@@ -62,6 +63,8 @@ def make_server_def(server_or_cluster_def, job_name=None, task_index=None, proto
                                                     f"supported: {list(SUPPORTED_PROTOCOLS)}")
     server_def = config_pb2.ServerDef(cluster=cluster.as_cluster_def(), job_name=job_name,
                                       task_index=task_index, protocol=protocol)
+    if base_config is not None:  # as TF: the ServerDef's config, then `config` over it
+        server_def.default_session_config.CopyFrom(base_config)
     if config is not None:
         if not isinstance(config, config_pb2.ConfigProto):
             config = config_pb2.ConfigProto.FromString(config.SerializeToString())

@@ -16,7 +16,6 @@ from nbcluster import errors
 from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.op_registry import get_op_def
 from nbcluster.framework.operation import Operation, Tensor
-from nbcluster.framework.tensor_shape import TensorShape
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
 
@@ -102,10 +101,10 @@ class Graph:
 
         A name ending in '/' is taken as the exact full name (TF's convention).
         """
-        if name.endswith("/"):
+        if name.endswith("/"):  # an exact name, made unique by the scope that yielded it
             name = name[:-1]
             if mark_as_used:
-                self._names_in_use[name.lower()] = self._names_in_use.get(name.lower(), 0) + 1
+                self._names_in_use.setdefault(name.lower(), 1)
             return name
         if self._name_stack:
             name = self._name_stack + "/" + name

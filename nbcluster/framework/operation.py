@@ -1,7 +1,7 @@
 """Operation and Tensor: the symbolic values a Graph is built from."""
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from nbcluster.framework import default_session
 from nbcluster.framework.dtypes import DType
@@ -165,7 +165,8 @@ class Operation:
         return f"<tf.Operation '{self._name}' type={self._type}>"
 
 
-def as_tensor_or_op(value) -> Optional[object]:
+
+def as_tensor_or_op(value):
     """Unwraps objects that stand for a tensor (Variables) without converting."""
     convert = getattr(value, "_as_graph_element", None)
     return convert() if convert is not None else value

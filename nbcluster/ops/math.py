@@ -17,7 +17,8 @@ from nbcluster.framework.graph import graph_of
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor, as_tensor_or_op, register_operator
 from nbcluster.framework.tensor_shape import TensorShape, broadcast, list_str, unknown_shape
-from nbcluster.ops.array import constant_value, index_tensor, shape_error
+from nbcluster.ops.array import index_tensor
+from nbcluster.ops.shape_inference import constant_value, shape_error
 
 # -- dtype sets (TF's OpDef type constraints) ---------------------------------
 FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)

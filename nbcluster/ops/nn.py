@@ -16,7 +16,7 @@ from nbcluster.framework.op_registry import register_op, registered_ops
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import broadcast, unknown_shape
 from nbcluster.ops import math as math_ops
-from nbcluster.ops.array import shape_error
+from nbcluster.ops.shape_inference import shape_error
 from nbcluster.ops.math import FLOAT_COMPLEX, FLOATS, REAL, apply_op, check_dtype, \
     check_same_dtype, to_tensor
 

@@ -18,7 +18,8 @@ from nbcluster.framework.graph import get_default_graph, graph_of
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor
 from nbcluster.ops import math as math_ops
-from nbcluster.ops.array import INDEX_TYPES, check_rank, index_tensor, shape_from_input
+from nbcluster.ops.array import index_tensor
+from nbcluster.ops.shape_inference import INDEX_TYPES, check_rank, shape_from_input
 
 DEFAULT_GRAPH_SEED = 87654321
 _MAXINT32 = 2 ** 31 - 1

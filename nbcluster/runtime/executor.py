@@ -175,9 +175,14 @@ def _make_kernel(node: Node, device):
 
 def _as_op_error(e: Exception, node_name: str) -> errors.OpError:
     if isinstance(e, errors.OpError):
-        if e.node_name is None:
-            e.node_name = node_name
-        return e
+        name = e.node_name or node_name
+        if name in e.message:
+            e.node_name = name
+            return e
+        # Like TF, the message names the failing node (it must survive the wire).
+        cls = errors.exception_type_from_error_code(e.error_code)
+        return cls(e.node_def, e.op, f"{e.message}\n\t [[{{{{node {name}}}}}]]",
+                   node_name=name)
     message = f"{e}\n\t [[{{{{node {node_name}}}}}]]"
     if isinstance(e, (ValueError, TypeError, IndexError, ZeroDivisionError)):
         return errors.InvalidArgumentError(None, None, message, node_name=node_name)

@@ -1,0 +1,203 @@
+"""The executor: dataflow order, inter-op parallelism, first error cancels the step."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import nbcluster as tf
+from nbcluster import errors
+from nbcluster.runtime.devices import local_devices
+from nbcluster.runtime.executor import Executor
+from nbcluster.runtime.resources import ResourceMgr
+from nbcluster.runtime.step import StepContext
+
+pytestmark = pytest.mark.timeout(60)
+
+FULL_TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+
+
+def _two_heavy_branches():
+    """Two independent chains of matmuls, joined at the end."""
+    rng = np.random.default_rng(0)
+    branches = []
+    for b in range(2):
+        x = tf.constant(rng.standard_normal((300, 300)).astype(np.float32), name=f"x{b}")
+        for i in range(3):
+            x = tf.matmul(x, x, name=f"branch{b}_mm{i}") * 1e-3
+        branches.append(tf.reduce_sum(x))
+    return branches[0] + branches[1]
+
+
+def _intervals(metadata, prefix: str) -> list:
+    out = []
+    for dev in metadata.step_stats.dev_stats:
+        for n in dev.node_stats:
+            if n.node_name.startswith(prefix):
+                start = n.all_start_nanos or n.all_start_micros * 1000
+                end = start + (n.all_end_rel_nanos or n.all_end_rel_micros * 1000)
+                out.append((start, end, n.thread_id))
+    return out
+
+
+def _overlap(a: list, b: list) -> int:
+    """Total nanoseconds during which an interval of `a` and one of `b` both run."""
+    return sum(max(0, min(e1, e2) - max(s1, s2)) for s1, e1, _ in a for s2, e2, _ in b)
+
+
+def _trace(total, threads: int):
+    config = tf.ConfigProto(inter_op_parallelism_threads=threads)
+    with tf.Session(config=config) as sess:
+        sess.run(total)  # warm up: plan and register once
+        metadata = tf.RunMetadata()
+        sess.run(total, options=FULL_TRACE, run_metadata=metadata)
+    return _intervals(metadata, "branch0_"), _intervals(metadata, "branch1_")
+
+
+def test_two_threads_run_independent_branches_concurrently():
+    with tf.Graph().as_default():
+        total = _two_heavy_branches()
+        # Scheduling is up to the OS; a few tries make "never overlapped" a real failure.
+        for _ in range(5):
+            first, second = _trace(total, threads=2)
+            assert len(first) == 3 and len(second) == 3
+            if _overlap(first, second) > 0:
+                break
+        else:
+            pytest.fail(f"branches never overlapped with 2 threads: {first} {second}")
+        threads = {t for _, _, t in first + second}
+        assert len(threads) >= 2
+
+
+def test_one_thread_runs_branches_one_at_a_time():
+    with tf.Graph().as_default():
+        total = _two_heavy_branches()
+        for _ in range(3):
+            first, second = _trace(total, threads=1)
+            assert len(first) == 3 and len(second) == 3
+            assert _overlap(first, second) == 0
+            assert len({t for _, _, t in first + second}) == 1
+
+
+def test_results_do_not_depend_on_parallelism():
+    with tf.Graph().as_default():
+        total = _two_heavy_branches()
+        results = []
+        for threads in (1, 2, 4):
+            with tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=threads)) as s:
+                results.append(s.run(total))
+        np.testing.assert_allclose(results[0], results[1], rtol=1e-5)
+        np.testing.assert_allclose(results[0], results[2], rtol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [2, 4])
+def test_first_error_cancels_a_blocked_branch(threads):
+    with tf.Graph().as_default():
+        q = tf.FIFOQueue(4, [tf.float32], shapes=[[]])
+        blocked = q.dequeue()
+        x = tf.placeholder(tf.float32, [None])
+        bad = tf.reshape(x, [3], name="bad_reshape")
+        heavy = tf.matmul(tf.ones([200, 200]), tf.ones([200, 200]))
+        config = tf.ConfigProto(inter_op_parallelism_threads=threads)
+        with tf.Session(config=config) as sess:
+            start = time.monotonic()
+            with pytest.raises(errors.InvalidArgumentError) as info:
+                sess.run([blocked, bad, heavy], {x: np.ones(4, np.float32)})
+            assert time.monotonic() - start < 10
+            assert info.value.node_name == "bad_reshape"
+            # The step is over: the queue still works for the next one.
+            sess.run(q.enqueue([1.0]))
+            assert sess.run(blocked) == 1.0
+
+
+def test_blocked_branches_do_not_starve_the_rest():
+    with tf.Graph().as_default():
+        q = tf.FIFOQueue(8, [tf.float32], shapes=[[]])
+        waits = [q.dequeue() for _ in range(3)]
+        fill = q.enqueue_many([[1.0, 2.0, 3.0]])
+        config = tf.ConfigProto(inter_op_parallelism_threads=2,
+                                operation_timeout_in_ms=20000)
+        with tf.Session(config=config) as sess:
+            got = sess.run(waits + [fill])
+    assert sorted(got[:3]) == [1.0, 2.0, 3.0]
+
+
+# -- the executor on its own ---------------------------------------------------
+
+def _executor(graph, parallelism: int = 1) -> Executor:
+    device = local_devices("localhost", 0)[0]
+    nodes = [op.to_node().with_changes(device=device.name) for op in graph.get_operations()]
+    return Executor(nodes, device, parallelism)
+
+
+def _context(collect_stats: bool = False) -> StepContext:
+    return StepContext(1, ResourceMgr(), "localhost", collect_stats=collect_stats)
+
+
+def _closure(ops) -> list:
+    """`ops` and everything they need, as placed nodes."""
+    seen, stack = {}, list(ops)
+    while stack:
+        op = stack.pop()
+        if op.name not in seen:
+            seen[op.name] = op
+            stack.extend(t.op for t in op.inputs)
+            stack.extend(op.control_inputs)
+    return list(seen.values())
+
+
+def _executor_for(ops, parallelism: int = 1) -> Executor:
+    device = local_devices("localhost", 0)[0]
+    nodes = [op.to_node().with_changes(device=device.name) for op in _closure(ops)]
+    return Executor(nodes, device, parallelism)
+
+
+def test_executor_plans_once_and_runs_many_steps():
+    with tf.Graph().as_default():
+        v = tf.Variable(0.0, name="counter")
+        bump = tf.assign_add(v, 1.0, name="bump")
+    resources = ResourceMgr()
+    _executor_for([v.initializer]).run(StepContext(1, resources, "localhost"))
+    step = _executor_for([bump.op])
+    for i in range(5):
+        step.run(StepContext(2 + i, resources, "localhost"))
+    assert float(resources.lookup("localhost", "counter").read()) == 5.0
+
+
+def test_executor_stats_rows_cover_every_node():
+    with tf.Graph().as_default() as g:
+        a = tf.constant(2.0, name="a")
+        tf.multiply(a, a, name="sq")
+    executor = _executor(g)
+    rows = executor.run(_context(collect_stats=True))
+    names = {executor.nodes[i].name for i, *_ in rows}
+    assert names == {op.name for op in g.get_operations()}
+
+
+def test_executor_rejects_unknown_inputs():
+    from nbcluster.framework.node import Node
+    device = local_devices("localhost", 0)[0]
+    node = Node("orphan", "Identity", ("ghost",), device.name, {})
+    with pytest.raises(errors.InvalidArgumentError, match="ghost"):
+        Executor([node], device)
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_executor_kernel_failure_names_node(parallelism):
+    with tf.Graph().as_default():
+        x = tf.placeholder_with_default(np.ones(4, np.float32), [None])
+        bad = tf.reshape(x, [3], name="bad")
+        fine = tf.matmul(tf.ones([50, 50]), tf.ones([50, 50]))
+    executor = _executor_for([bad.op, fine.op], parallelism)
+    with pytest.raises(errors.InvalidArgumentError, match="bad") as info:
+        executor.run(_context())
+    assert info.value.node_name == "bad"
+
+
+def test_executor_unfed_placeholder_is_invalid_argument():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [2], name="want_feed")
+        y = tf.identity(x)
+    with pytest.raises(errors.InvalidArgumentError, match="want_feed"):
+        _executor_for([y.op]).run(_context())
