@@ -28,6 +28,22 @@ SERVER_SCRIPT = (
     "server.join()\n"
 )
 
+# A bare gRPC echo server with nbcluster's options and GRPC_EXPERIMENTS: the
+# floor one unary RPC costs on this host, for comparison with a whole `run`.
+RAW_ECHO_SCRIPT = (
+    "import nbcluster.rpc\n"  # sets GRPC_EXPERIMENTS before grpc loads
+    "from concurrent.futures import ThreadPoolExecutor\n"
+    "import grpc\n"
+    "from nbcluster.rpc.channels import SERVER_OPTIONS\n"
+    "h = grpc.method_handlers_generic_handler('bench.Echo', {'Echo': "
+    "grpc.unary_unary_rpc_method_handler(lambda req, ctx: req)})\n"
+    "s = grpc.server(ThreadPoolExecutor(max_workers=8), handlers=[h], options=SERVER_OPTIONS)\n"
+    "port = s.add_insecure_port('localhost:0')\n"
+    "s.start()\n"
+    "print(f'grpc://localhost:{port}', flush=True)\n"
+    "s.wait_for_termination()\n"
+)
+
 
 def emit(row: dict) -> None:
     print(json.dumps(row), flush=True)
@@ -85,10 +101,10 @@ def stop_proc(proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def subprocess_server(timeout: float = 30.0) -> Iterator[Tuple[str, subprocess.Popen, float]]:
+def subprocess_server(timeout: float = 30.0, script: str = SERVER_SCRIPT) -> Iterator[Tuple[str, subprocess.Popen, float]]:
     """Starts `create_local_server()` in a child; yields (target, proc, start_s)."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", SERVER_SCRIPT], env=child_env(),
+    proc = subprocess.Popen([sys.executable, "-c", script], env=child_env(),
                             cwd=REPO_ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
     try:

@@ -7,6 +7,9 @@ constant add with no feed):
   grpc_subproc  Session(target) of create_local_server() in a subprocess:
                 a real gRPC round trip over 127.0.0.1
 
+  grpc_raw_unary  a bare grpcio unary echo (16 B) to a subprocess server with
+                nbcluster's channel options: the floor for one RPC on this host
+
 TensorFlow 2.21's yardstick (PERFORMANCE.md): 654 µs for a whole tiny run over
 gRPC; "ratio_vs_tf" = value / 654 (lower is better).
 
@@ -19,7 +22,8 @@ import time
 import numpy as np
 
 import nbcluster as tf
-from benchmarks._common import client_hugetlb, emit, median, percentile, subprocess_server
+from benchmarks._common import (RAW_ECHO_SCRIPT, client_hugetlb, emit, median, percentile,
+                                subprocess_server)
 
 TF_US = 654
 WARMUP = 200
@@ -75,6 +79,36 @@ def _cases(target: str, where: str, extra: dict) -> None:
               "tf_2_21_us": TF_US, "ratio_vs_tf": round(med / TF_US, 2), **extra})
 
 
+def _raw_unary(extra: dict) -> None:
+    from nbcluster.rpc import channels
+
+    with subprocess_server(script=RAW_ECHO_SCRIPT) as (target, _proc, _):
+        address = target[len("grpc://"):]
+        chan = channels.channel(address)
+        try:
+            call = chan.unary_unary("/bench.Echo/Echo")
+            payload = b"0123456789abcdef"
+            assert call(payload, timeout=10) == payload
+            for _ in range(WARMUP):
+                call(payload, timeout=10)
+            times = []
+            deadline = time.perf_counter() + TIME_CAP_S
+            for _ in range(ITERS):
+                t0 = time.perf_counter()
+                call(payload, timeout=10)
+                t1 = time.perf_counter()
+                times.append(t1 - t0)
+                if t1 > deadline:
+                    break
+        finally:
+            channels.forget(address)
+    med = median(times) * 1e6
+    emit({"bench": "latency", "case": "grpc_raw_unary", "value": round(med, 1), "unit": "us",
+          "p90_us": round(percentile(times, 0.9) * 1e6, 1), "min_us": round(min(times) * 1e6, 1),
+          "n": len(times), "tf_2_21_us": TF_US, "ratio_vs_tf": round(med / TF_US, 2),
+          "pm_md_tuned_grpcio_us": 327, **extra})
+
+
 def main() -> None:
     _cases("", "in_process", {})
     server = tf.train.Server.create_local_server()
@@ -82,9 +116,11 @@ def main() -> None:
         _cases(server.target, "local_server", {})
     finally:
         server.stop()
+    extra = {"server_env": "GLIBC_TUNABLES=glibc.malloc.hugetlb=1",
+             "client_hugetlb": client_hugetlb()}
     with subprocess_server() as (target, _proc, _):
-        _cases(target, "grpc_subproc", {"server_env": "GLIBC_TUNABLES=glibc.malloc.hugetlb=1",
-                                        "client_hugetlb": client_hugetlb()})
+        _cases(target, "grpc_subproc", extra)
+    _raw_unary(extra)
 
 
 if __name__ == "__main__":

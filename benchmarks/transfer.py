@@ -10,6 +10,8 @@ The server is create_local_server() in a subprocess (a real gRPC hop over
                      target op, nothing fetched
   feed_fetch_roundtrip  sess.run(identity(x), {x: 64 MiB}): 2 x 64 MiB moved;
                      GB/s counts both directions
+The client (this process) gets malloc hugetlb only if GLIBC_TUNABLES has
+glibc.malloc.hugetlb=1 at its start; then case names get "+client_hugetlb".
 TensorFlow 2.21's yardstick (PERFORMANCE.md): 0.32-0.33 GB/s client fetch of
 64 MiB; "ratio_vs_tf" = value / 0.33 (higher is better).
 
@@ -82,6 +84,8 @@ def main() -> None:
                     times = _timed(fn, check)
                     med = median(times)
                     gbps = mult * NBYTES / med / 1e9
+                    if ctx["client_hugetlb"]:
+                        name += "+client_hugetlb"
                     row = {"bench": "transfer", "case": name, "value": round(gbps, 3),
                            "unit": "GB/s", "median_ms": round(med * 1e3, 1),
                            "min_ms": round(min(times) * 1e3, 1), "n": len(times), **ctx}

@@ -63,16 +63,27 @@ def _read_line(proc: subprocess.Popen, timeout: float) -> str:
 
 @pytest.fixture
 def server_factory():
-    """`start(config=None) -> target`; every server started is killed at teardown."""
-    procs = []
+    """`start(config=None) -> target`; `start.kill(target)` kills that server,
+    `start.pid(target)` is its process id.
+
+    Every server started is killed at teardown, whatever the test's outcome.
+    """
+    procs: dict = {}
 
     def start(config=None) -> str:
         proc, target = spawn_server(config)
-        procs.append(proc)
+        procs[target] = proc
         return target
 
+    def kill(target: str) -> None:
+        proc = procs[target]
+        proc.kill()
+        proc.wait()
+
+    start.kill = kill
+    start.pid = lambda target: procs[target].pid
     yield start
-    for proc in procs:
+    for proc in procs.values():
         proc.kill()
         proc.wait()
 

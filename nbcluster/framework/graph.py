@@ -57,6 +57,8 @@ class Graph:
                                 for i, (dt, shape) in enumerate(op_def.shape_fn(op)))
             self._ops.append(op)
             self._by_name[full_name] = op
+            for _, built in self._control_stack:
+                built.add(id(op))
         return op
 
     def _own(self, value) -> Tensor:
@@ -69,10 +71,15 @@ class Graph:
         return t
 
     def _current_control_inputs(self, inputs) -> list:
+        # TF's rule: a frame is skipped when an input was built inside it (that
+        # input already waits for the frame's ops), and data inputs are not
+        # repeated as control inputs.
         input_ops = {id(t.op) for t in inputs}
         seen, out = set(), []
-        for frame in self._control_stack:
-            for op in frame:
+        for controls, built in self._control_stack:
+            if input_ops & built:
+                continue
+            for op in controls:
                 if id(op) not in seen and id(op) not in input_ops:
                     seen.add(id(op))
                     out.append(op)
@@ -168,14 +175,14 @@ class Graph:
 
     @contextlib.contextmanager
     def colocate_with(self, op, ignore_existing: bool = False):
-        if op is None:
+        if op is None and not ignore_existing:
             raise ValueError("Trying to reset colocation (op is None) but "
                              "ignore_existing is not True")
-        op = _as_op(op)
         old_stack, old_devices = self._colocation_stack, self._device_stack
         if ignore_existing:
             self._colocation_stack = []
-        self._colocation_stack = self._colocation_stack + [op]
+        if op is not None:
+            self._colocation_stack = self._colocation_stack + [_as_op(op)]
         self._device_stack = []  # colocation wins over enclosing device scopes
         try:
             yield
@@ -191,7 +198,7 @@ class Graph:
             finally:
                 self._control_stack = old
             return
-        frame = [_as_op(self.as_graph_element(c)) for c in control_inputs]
+        frame = ([_as_op(self.as_graph_element(c)) for c in control_inputs], set())
         self._control_stack.append(frame)
         try:
             yield

@@ -139,7 +139,9 @@ def import_graph_def(graph_def, input_map: Optional[dict] = None,
     from nbcluster.framework.graph import get_default_graph
 
     graph = graph or get_default_graph()
-    input_map = dict(input_map or {})
+    # TF's keys: "op:1", or a bare "op" meaning output 0.
+    input_map = {"%s:%d" % parse_input(k) if not k.startswith("^") else k: v
+                 for k, v in (input_map or {}).items()}
     nodes = {n.name: n for n in nodes_from_proto(graph_def)}
     prefix = name if name is not None else "import"
     created: dict = {}

@@ -13,23 +13,37 @@ from nbcluster.kernels.registry import register_kernel
 class QueueResource:
     """A bounded FIFO of component tuples; blocking ops wait on its condition."""
 
-    def __init__(self, name: str, capacity: int, dtypes: list) -> None:
+    def __init__(self, name: str, capacity: int, dtypes: list, shapes: list = ()) -> None:
         self.name = name
         self.capacity = capacity if capacity > 0 else 2 ** 62
         self.dtypes = dtypes
+        self.shapes = list(shapes)  # empty: any shape per element, as in TF
         self.items: collections.deque = collections.deque()
         self.closed = False
+        self.cancelled = False  # closed with cancel_pending_enqueues
         self.cond = threading.Condition()
 
     def _closed_error(self) -> errors.OpError:
         return errors.CancelledError(None, None, f"FIFOQueue '{self.name}' is closed.")
 
+    def check_row(self, row: tuple, node_name: str) -> None:
+        for i, (value, shape) in enumerate(zip(row, self.shapes)):
+            if not shape.is_compatible_with(value.shape):
+                raise errors.InvalidArgumentError(
+                    None, None, f"Shape mismatch in tuple component {i}. Expected "
+                                f"{shape.as_list()}, got {list(value.shape)}",
+                    node_name=node_name)
+
     def enqueue(self, ctx, rows: list) -> None:
+        # TF: a closed queue refuses new enqueues; those already waiting for room
+        # still go in unless the close cancelled pending enqueues.
         with self.cond:
+            if self.closed:
+                raise self._closed_error()
             for row in rows:
-                ctx.wait(self.cond, lambda: self.closed or len(self.items) < self.capacity,
+                ctx.wait(self.cond, lambda: self.cancelled or len(self.items) < self.capacity,
                          f"room in queue {self.name}")
-                if self.closed:
+                if self.cancelled:
                     raise self._closed_error()
                 self.items.append(row)
                 self.cond.notify_all()
@@ -46,12 +60,14 @@ class QueueResource:
             self.cond.notify_all()
             return rows
 
-    def close(self) -> None:
+    def close(self, cancel_pending_enqueues: bool = False) -> None:
         with self.cond:
             self.closed = True
+            self.cancelled = self.cancelled or cancel_pending_enqueues
             self.cond.notify_all()
 
-    cancel_all = close
+    def cancel_all(self) -> None:
+        self.close(cancel_pending_enqueues=True)
 
 
 @register_kernel("FIFOQueueV2", "CPU")
@@ -60,11 +76,12 @@ def _queue(node, device):
     name = node.attrs.get("shared_name") or node.name
     capacity = int(node.attrs.get("capacity", -1))
     dtypes = list(node.attrs["component_types"])
+    shapes = list(node.attrs.get("shapes") or [])
 
     def queue(ctx):
         return (ctx.resources.lookup_or_create(
             container or ctx.default_container, name,
-            lambda: QueueResource(node.name, capacity, dtypes), QueueResource),)
+            lambda: QueueResource(node.name, capacity, dtypes, shapes), QueueResource),)
     return queue
 
 
@@ -75,7 +92,9 @@ def _cast(values, dtypes) -> tuple:
 @register_kernel("QueueEnqueueV2", "CPU")
 def _enqueue(node, device):
     def enqueue(ctx, queue, *components):
-        queue.enqueue(ctx, [_cast(components, queue.dtypes)])
+        row = _cast(components, queue.dtypes)
+        queue.check_row(row, node.name)
+        queue.enqueue(ctx, [row])
         return ()
     return enqueue
 
@@ -89,6 +108,8 @@ def _enqueue_many(node, device):
                 None, None, f"Components of enqueue_many must have equal first dimensions, "
                             f"got {sorted(sizes)}", node_name=node.name)
         rows = [_cast([c[i] for c in components], queue.dtypes) for i in range(sizes.pop())]
+        for row in rows:
+            queue.check_row(row, node.name)
         queue.enqueue(ctx, rows)
         return ()
     return enqueue_many
@@ -104,6 +125,10 @@ def _dequeue(node, device):
 @register_kernel("QueueDequeueManyV2", "CPU")
 def _dequeue_many(node, device):
     def dequeue_many(ctx, queue, n):
+        if not queue.shapes:
+            raise errors.InvalidArgumentError(
+                None, None, "FIFOQueue's DequeueMany and DequeueUpTo require the components "
+                            "to have specified shapes.", node_name=node.name)
         rows = queue.dequeue(ctx, int(n))
         return tuple(np.stack([r[i] for r in rows]) if rows else
                      np.zeros((0,), dtype=d.as_numpy_dtype)
@@ -120,7 +145,9 @@ def _size(node, device):
 
 @register_kernel("QueueCloseV2", "CPU")
 def _close(node, device):
+    cancel = bool(node.attrs.get("cancel_pending_enqueues", False))
+
     def close(ctx, queue):
-        queue.close()
+        queue.close(cancel)
         return ()
     return close

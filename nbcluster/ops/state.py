@@ -69,11 +69,15 @@ class Variable:
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         graph = graph_of(initial_value) if not callable(initial_value) else get_default_graph()
-        with graph.as_default(), graph.name_scope(name or "Variable") as scope:
+        # As TF's init_scope: a variable never waits on the control block it is built in.
+        with graph.as_default(), graph.control_dependencies(None), \
+                graph.name_scope(name or "Variable") as scope:
             if callable(initial_value):
                 with graph.name_scope("Initializer"):
-                    initial_value = initial_value()
-            value = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
+                    value = convert_to_tensor(initial_value(), dtype=dtype,
+                                              name="initial_value")
+            else:
+                value = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
             var_shape = value.shape if validate_shape else TensorShape(None)
             if shape is not None:
                 var_shape = TensorShape(shape)
@@ -123,11 +127,12 @@ class Variable:
                                         name="read").outputs[0]
 
     # -- updates -----------------------------------------------------------
-    def _update(self, op_type: str, value, use_locking: bool, name, read_value: bool):
+    def _update(self, op_type: str, value, use_locking: bool, name, read_value: bool,
+                validate_shape: bool = True):
         value = convert_to_tensor(value, dtype=self.dtype)
         attrs = {"T": self.dtype, "use_locking": bool(use_locking)}
         if op_type == "Assign":
-            attrs["validate_shape"] = True
+            attrs["validate_shape"] = validate_shape
         with self.graph.colocate_with(self._variable.op):
             out = self.graph.create_op(op_type, [self._variable, value], attrs,
                                        name=name or op_type).outputs[0]
@@ -171,7 +176,8 @@ Variable.__array_priority__ = 100
 def _assign_fn(op_type: str):
     def fn(ref, value, use_locking=None, name=None, validate_shape=None):
         if isinstance(ref, Variable):
-            return ref._update(op_type, value, bool(use_locking), name, True)
+            return ref._update(op_type, value, bool(use_locking), name, True,
+                               validate_shape is not False)
         graph = graph_of(ref)
         value = convert_to_tensor(value, dtype=ref.dtype, graph=graph)
         attrs = {"T": ref.dtype, "use_locking": bool(use_locking)}

@@ -36,12 +36,14 @@ class Executor:
         self.kernels: list = [None] * n
         self.inputs: list = [None] * n
         self.blocking = [False] * n
-        self.cheap = [node.op in _CHEAP for node in self.nodes]
+        # A feed's _Recv only reads a value already there: cheap, never blocking.
+        feeds = [n.op == "_Recv" and bool(n.attrs.get("client_terminated")) for n in self.nodes]
+        self.cheap = [node.op in _CHEAP or fed for node, fed in zip(self.nodes, feeds)]
         succ: list = [set() for _ in range(n)]
         pending = [0] * n
         for i, node in enumerate(self.nodes):
             op_def = get_op_def(node.op)
-            self.blocking[i] = op_def.blocking
+            self.blocking[i] = op_def.blocking and not feeds[i]
             wiring, preds = [], set()
             for slot, ref in enumerate(node.inputs):
                 src_name, k = parse_input(ref)
