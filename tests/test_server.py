@@ -236,7 +236,7 @@ def test_server_survives_garbage_requests(servers):
     # The next good request works, over gRPC too.
     client = GrpcMasterClient(server.target[len("grpc://"):])
     with tf.Graph().as_default() as g:
-        c = tf.constant(5.0, name="five")
+        tf.constant(5.0, name="five")
         handle, _ = client.create_session([op.to_node() for op in g.get_operations()])
         values, _ = client.run_step(handle, {}, ["five:0"], [])
     assert float(values[0]) == 5.0

@@ -10,7 +10,7 @@ import random
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Optional
 
@@ -210,21 +210,28 @@ class Master:
                                          mine, part.fetches, timeout, trace, graphs)
         if len(plan.parts) == 1:
             return [run(plan.parts[0])]
-        futures = [_POOL.submit(run, p) for p in plan.parts]
+        # Wait on all partitions at once: the first error (from any of them, in
+        # any order) cancels the others, which may be blocked on its tensors.
+        futures = {_POOL.submit(run, p): i for i, p in enumerate(plan.parts)}
         deadline = None if timeout is None else time.monotonic() + timeout
-        results, first = [], None
-        for part, future in zip(plan.parts, futures):
-            try:
-                wait = None if deadline is None else max(0.0, deadline - time.monotonic()) + 5
-                results.append(future.result(timeout=wait))
-            except errors.OpError as e:
-                if first is None or isinstance(first, errors.CancelledError):
-                    first = e
-                for other in plan.parts:  # the first error cancels the other partitions
-                    self._quietly(other.task, "cleanup_graph", step_id)
-            except TimeoutError:
+        results: list = [None] * len(plan.parts)
+        pending, first, cancelled = set(futures), None, False
+        while pending:
+            wait_s = None if deadline is None else max(0.0, deadline - time.monotonic()) + 5
+            done, pending = wait(pending, timeout=wait_s, return_when=FIRST_EXCEPTION)
+            if not done:
                 first = first or errors.DeadlineExceededError(None, None,
                                                               "Timed out running the step")
+                if cancelled:
+                    break  # a partition ignores cancellation; do not hang the client
+            for future in done:
+                try:
+                    results[futures[future]] = future.result()
+                except errors.OpError as e:
+                    if first is None or isinstance(first, errors.CancelledError):
+                        first = e
+            if first is not None and not cancelled:
+                cancelled = True
                 for other in plan.parts:
                     self._quietly(other.task, "cleanup_graph", step_id)
         if first is not None:

@@ -62,7 +62,7 @@ def test_nested_fetches_keep_their_structure(graph):
 
 
 def test_fetching_an_operation_returns_none(graph):
-    v = tf.Variable(1.0)
+    tf.Variable(1.0)
     with tf.Session() as sess:
         assert sess.run(tf.global_variables_initializer()) is None
 
@@ -253,7 +253,7 @@ def test_graph_is_sent_once_then_extended_with_new_nodes(graph, monkeypatch):
 
 def test_run_is_pruned_to_what_fetches_need(graph):
     x = tf.placeholder(tf.float32, [], name="never_fed")
-    unused = tf.identity(x, name="unused")
+    tf.identity(x, name="unused")
     a = tf.constant(2.0, name="a")
     b = tf.multiply(a, 3.0, name="b")
     metadata = tf.RunMetadata()

@@ -71,7 +71,7 @@ def test_placement_across_device_count_cpus():
             b = tf.multiply(a, 3.0, name="b2")
         with tf.device("/device:CPU:1"):
             c = tf.add(b, 1.0, name="c1")
-        d = tf.identity(c, name="d_default")
+        tf.identity(c, name="d_default")
     handle = _session(master, g)
     values, metadata = master.run_step(handle, {}, ["d_default:0"], [], FULL_TRACE)
     np.testing.assert_allclose(values[0], [4.0, 7.0])
@@ -140,8 +140,8 @@ def test_variable_on_ps_compute_on_worker():
         with tf.device("/job:worker/task:1"):
             x = tf.placeholder(tf.float32, [None, 2], name="x")
             y = tf.matmul(x, w, name="y")
-        update = tf.assign_add(w, tf.ones([2, 2]), name="update")
-        z = tf.reduce_sum(y, name="z")
+        tf.assign_add(w, tf.ones([2, 2]), name="update")
+        tf.reduce_sum(y, name="z")
     handle = _session(master, g)
     master.run_step(handle, {}, [], [w.initializer.name])
     feed = {"x:0": np.ones((1, 2), np.float32)}
@@ -170,8 +170,8 @@ def test_error_on_one_task_cancels_a_recv_blocked_on_another():
             blocked = q.dequeue()
         with tf.device("/job:worker/task:0"):
             x = tf.placeholder(tf.float32, [None], name="x")
-            bad = tf.reshape(x, [3], name="bad_reshape")
-            joined = tf.add(blocked, 1.0, name="needs_remote")
+            tf.reshape(x, [3], name="bad_reshape")
+            tf.add(blocked, 1.0, name="needs_remote")
     handle = _session(master, g)
     start = time.monotonic()
     with pytest.raises(errors.InvalidArgumentError, match="bad_reshape"):
