@@ -83,7 +83,7 @@ class Session:
             [op.name for op in structure.ops], options)
         if run_metadata is not None and metadata is not None:
             run_metadata.MergeFrom(metadata)
-        return structure.build([_unwrap_scalar(v) for v in values])
+        return structure.build([_result(v) for v in values])
 
     def _sync_graph(self) -> str:
         with self._lock:
@@ -179,13 +179,17 @@ def _feed_value(tensor: Tensor, value) -> np.ndarray:
     return array
 
 
-def _unwrap_scalar(value):
-    # TF returns numpy scalars for 0-d results.
-    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype != object:
-        return value[()]
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        return value.item()
-    return value
+def _result(value):
+    """A fetched value as TF returns it: numpy scalars for 0-d, writable arrays.
+
+    Values held by the runtime (variables, constants) or decoded in place from
+    a small message are read-only; the user gets a copy of those.
+    """
+    if not isinstance(value, np.ndarray):
+        return value
+    if value.ndim == 0:
+        return value[()] if value.dtype != object else value.item()
+    return value if value.flags.writeable else value.copy()
 
 
 

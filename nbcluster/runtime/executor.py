@@ -63,7 +63,9 @@ class Executor:
         self.roots = [i for i in range(n) if pending[i] == 0]
         # Parallel dataflow only pays when two costly kernels could overlap.
         costly = sum(1 for c, b in zip(self.cheap, self.blocking) if not c or b)
-        self.sequential = self.parallelism == 1 or costly <= 1
+        # A blocking kernel (dequeue, Recv) must not hold the only thread that
+        # could run what unblocks it, so plans with one never run sequentially.
+        self.sequential = not any(self.blocking) and (self.parallelism == 1 or costly <= 1)
 
     def run(self, ctx) -> Optional[list]:
         """Runs every node once; returns raw stats rows if `ctx.collect_stats`."""

@@ -489,3 +489,15 @@ def test_inter_op_parallelism_config_runs(graph):
         config = tf.ConfigProto(inter_op_parallelism_threads=threads)
         with tf.Session(config=config) as sess:
             assert sess.run(total) == 64 * 64 * 6
+
+
+def test_fetched_arrays_are_writable_copies_of_runtime_state():
+    with tf.Graph().as_default():
+        c = tf.constant([1.0, 2.0])
+        v = tf.Variable([3.0, 4.0])
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            c_val, v_val = sess.run([c, v])
+            c_val[0] = 100.0
+            v_val[0] = 100.0
+            np.testing.assert_array_equal(sess.run([c, v]), [[1.0, 2.0], [3.0, 4.0]])

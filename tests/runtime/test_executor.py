@@ -91,7 +91,7 @@ def test_results_do_not_depend_on_parallelism():
         np.testing.assert_allclose(results[0], results[2], rtol=1e-5)
 
 
-@pytest.mark.parametrize("threads", [2, 4])
+@pytest.mark.parametrize("threads", [1, 2, 4])
 def test_first_error_cancels_a_blocked_branch(threads):
     with tf.Graph().as_default():
         q = tf.FIFOQueue(4, [tf.float32], shapes=[[]])
