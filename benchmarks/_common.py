@@ -130,3 +130,29 @@ def percentile(values: List[float], q: float) -> float:
 
 def median(values: List[float]) -> float:
     return statistics.median(values)
+
+
+@contextlib.contextmanager
+def local_cluster(jobs: dict, timeout: float = 30.0):
+    """A LocalCluster of task processes (each `python -m nbcluster.server`), with
+    malloc hugetlb in the tasks; every task is stopped by pid on exit."""
+    from nbcluster.launch import LocalCluster
+    tunables = child_env(hugetlb=True).get("GLIBC_TUNABLES", "")
+    with LocalCluster(jobs, env={"GLIBC_TUNABLES": tunables}, timeout=timeout) as cluster:
+        yield cluster
+
+
+def timed(fn, iters: int, time_cap_s: float, warmup: int = 1) -> List[float]:
+    """Per-call seconds of `fn()` after `warmup` calls, capped at `time_cap_s` in all."""
+    for _ in range(warmup):
+        fn()
+    times: List[float] = []
+    deadline = time.perf_counter() + time_cap_s
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        t1 = time.perf_counter()
+        times.append(t1 - t0)
+        if t1 > deadline:
+            break
+    return times

@@ -10,6 +10,8 @@ The server is create_local_server() in a subprocess (a real gRPC hop over
                      target op, nothing fetched
   feed_fetch_roundtrip  sess.run(identity(x), {x: 64 MiB}): 2 x 64 MiB moved;
                      GB/s counts both directions
+64 MiB is past rpc/chunked.py's 4 MiB threshold: these measure the streamed
+path (1 MiB frames; a large fetch is parked and pulled, see rpc/streaming.py).
 The client (this process) gets malloc hugetlb only if GLIBC_TUNABLES has
 glibc.malloc.hugetlb=1 at its start; then case names get "+client_hugetlb".
 TensorFlow 2.21's yardstick (PERFORMANCE.md): 0.32-0.33 GB/s client fetch of
@@ -66,6 +68,7 @@ def main() -> None:
 
                 def check_fetch(a):
                     assert a.shape == (N,) and a.dtype == np.float32 and a[-1] == 2.0, a
+                    assert a.flags.writeable and a.flags.c_contiguous
 
                 def check_sum(val):
                     assert abs(float(val) - (0.5 * (N - 1) + 3.0)) < 1e3, val

@@ -92,3 +92,43 @@ def server_factory():
 def server_target(server_factory) -> str:
     """The "grpc://localhost:<port>" target of a fresh subprocess server."""
     return server_factory()
+
+
+# -- multi-task clusters: each task a `python -m nbcluster.server` process ---
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list:
+    """`n` distinct ports free on `host` now, picked up front so every task
+    can be told every address (port 0 would leave the others guessing)."""
+    from nbcluster.launch import free_ports as pick
+    return pick(n, host)
+
+
+@pytest.fixture
+def cluster_factory():
+    """`start(jobs={"ps": 1, "worker": 2}, config=None, timeout=30) -> LocalCluster`.
+
+    Each task runs as `python -m nbcluster.server` on 127.0.0.1 with ports
+    picked up front; `start` returns once every task printed its ready line
+    (bounded by `timeout`). The LocalCluster gives `.spec` (ClusterSpec),
+    `.targets` / `.pids` ({(job, task): ...}), `.target(job, task)`,
+    `.kill(job, task)` and `.restart(job, task)`. Every task process is
+    stopped by pid at teardown, whatever the test's outcome.
+    """
+    from nbcluster.launch import LocalCluster
+    clusters: list = []
+
+    def start(jobs=None, config=None, timeout: float = 30.0) -> "LocalCluster":
+        cluster = LocalCluster(jobs or {"ps": 1, "worker": 2}, config=config, timeout=timeout)
+        clusters.append(cluster)
+        return cluster
+
+    yield start
+    for cluster in clusters:
+        cluster.stop()
+
+
+@pytest.fixture
+def local_cluster(request, cluster_factory):
+    """A started cluster of task processes: {"ps": 1, "worker": 2} unless the
+    test parametrizes it indirectly with another {job: count}."""
+    return cluster_factory(getattr(request, "param", None))

@@ -90,7 +90,8 @@ class Session:
             ops = self._graph._ops
             if self._handle is None:
                 nodes = [op.to_node() for op in ops]
-                self._handle, self._sent = self._master.create_session(nodes, self._config)
+                self._handle, self._sent = self._master.create_session(
+                    nodes, self._config, self._target or None)
             elif len(ops) > self._sent:
                 nodes = [op.to_node() for op in ops[self._sent:]]
                 self._sent = self._master.extend_session(self._handle, nodes, self._sent)

@@ -1,7 +1,9 @@
 """Master: owns client sessions; prunes, places and partitions their graphs,
 registers the pieces on workers once per signature, and runs steps.
 
-Rule: talks to workers only through `WorkerClient`s from its `WorkerCache`.
+Rule: talks to workers only through `WorkerClient`s from a session's
+`SessionCluster` (the server's WorkerCache, or the session's own cluster_def
+reached with the `connect` the server gives it); never imports grpc.
 """
 from __future__ import annotations
 
@@ -12,18 +14,23 @@ import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from nbcluster import errors
 from nbcluster.distributed.placement import place
-from nbcluster.distributed.partition import output_dtype, partition
+from nbcluster.distributed.partition import partition
 from nbcluster.distributed.rendezvous import task_of
+from nbcluster.distributed.session_cluster import (DEFAULT_STATUS_TIMEOUT, DeviceDirectory,
+                                                   PropagatedWorkerCache, SessionCluster,
+                                                   match_target, task_name)
+from nbcluster.distributed.subgraph import check_tensor, feed_nodes, fetch_node, prune
+from nbcluster.framework.cluster_spec import ClusterSpec
+from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.node import Node, parse_input
 from nbcluster.kernels.registry import has_kernel
 from nbcluster.proto import config_pb2
 
 _POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nbcluster-master")
-_STATUS_TIMEOUT = 10.0
 
 
 @dataclass
@@ -42,10 +49,13 @@ class _Plan:
 
 
 class MasterSession:
-    def __init__(self, handle: str, config, isolate: bool) -> None:
+    def __init__(self, handle: str, config, isolate: bool, cluster: SessionCluster,
+                 server_def=None) -> None:
         self.handle = handle
         self.config = config
         self.isolate = isolate
+        self.cluster = cluster
+        self.server_def = server_def  # this session's own cluster, if it has one
         self.nodes: dict[str, Node] = {}
         self.plans: dict[tuple, _Plan] = {}
         self.lock = threading.RLock()  # planning (under it) registers workers too
@@ -55,30 +65,99 @@ class MasterSession:
 
 
 class Master:
-    """The master of task `local_task` over the workers in `worker_cache`."""
+    """The master of task `local_task` over the workers in `worker_cache`.
 
-    def __init__(self, local_task: tuple, worker_cache, default_config=None) -> None:
+    Args:
+      local_task: (job, task) of the server this master runs in.
+      worker_cache: the server's cluster (`tasks()`, `get(job, task)`).
+      default_config: a ConfigProto every session's config is merged over.
+      connect: address -> WorkerClient, for sessions that bring their own
+        cluster (ConfigProto.cluster_def); the server passes the gRPC one.
+    """
+
+    def __init__(self, local_task: tuple, worker_cache, default_config=None,
+                 connect: Optional[Callable] = None) -> None:
         self.local_task = local_task
         self.worker_cache = worker_cache
         self.default_config = default_config or config_pb2.ConfigProto()
+        self.connect = connect
         self._sessions: dict[str, MasterSession] = {}
         self._lock = threading.Lock()
         self._handles = itertools.count(1)
-        self._devices: dict[tuple, list] = {}
+        self._remote: dict = {}  # address -> client, for propagated clusters
+        self._remote_lock = threading.Lock()
 
     # -- sessions ----------------------------------------------------------
-    def create_session(self, nodes: list, config=None) -> tuple:
+    def create_session(self, nodes: list, config=None, target: Optional[str] = None) -> tuple:
+        """Returns (handle, graph version).
+
+        Args:
+          nodes: the graph so far.
+          config: a ConfigProto merged over the master's default. With a
+            `cluster_def`, the session runs on that cluster: `target` must
+            be the address of exactly one of its tasks (as TF matches it).
+          target: the target the client connected to ("grpc://host:port").
+        Raises:
+          InvalidArgumentError: `target` matches no task of `cluster_def`, or
+            several; a malformed device filter; a duplicate node name.
+        """
         merged = config_pb2.ConfigProto()
         merged.CopyFrom(self.default_config)
         if config is not None:
             merged.MergeFrom(config)
         handle = f"{self.local_task[0]}:{self.local_task[1]}:s{next(self._handles)}" \
                  f"-{random.getrandbits(32):08x}"
-        session = MasterSession(handle, merged, merged.isolate_session_state)
+        own = config is not None and len(config.cluster_def.job) > 0
+        cluster, server_def = self._own_cluster(merged, config, target) if own \
+            else (self._server_cluster(merged), None)
+        isolate = merged.isolate_session_state or \
+            (own and not merged.experimental.share_session_state_in_clusterspec_propagation)
+        session = MasterSession(handle, merged, isolate, cluster, server_def)
         self._add_nodes(session, nodes)
         with self._lock:
             self._sessions[handle] = session
         return handle, len(session.nodes)
+
+    def _status_timeout(self, config) -> float:
+        ms = config.operation_timeout_in_ms
+        return ms / 1000.0 if ms > 0 else DEFAULT_STATUS_TIMEOUT
+
+    def _server_cluster(self, config) -> SessionCluster:
+        # Each new session lists devices afresh (as TF does), so a task that
+        # restarted since an older session is seen with its new incarnation.
+        return SessionCluster(self.local_task, self.worker_cache, config.device_filters,
+                              DeviceDirectory(), self._status_timeout(config))
+
+    def _own_cluster(self, merged, config, target: Optional[str]) -> tuple:
+        """TF's ClusterSpec propagation: a worker cache for the session's cluster."""
+        try:
+            spec = ClusterSpec(config.cluster_def)
+        except (TypeError, ValueError) as e:
+            raise errors.InvalidArgumentError(None, None, f"Invalid cluster_def: {e}") from None
+        if target is None:
+            raise errors.InvalidArgumentError(
+                None, None, f"A session with a cluster_def needs its target to find the "
+                            f"master's task, and none was given. ClusterDef: {spec}")
+        local = match_target(spec, target)
+        if self.connect is None and sum(spec.num_tasks(j) for j in spec.jobs) > 1:
+            raise errors.UnimplementedError(
+                None, None, "This master has no way to reach tasks by address, so it "
+                            "cannot run a session with its own cluster_def")
+        cache = PropagatedWorkerCache(spec, local, self.worker_cache.get(*self.local_task),
+                                      self.connect, self._remote, self._remote_lock)
+
+        def key_of(task: tuple):
+            return ("task",) + self.local_task if task == local else \
+                ("address", cache.address(*task))
+
+        def describe(task: tuple) -> str:
+            return f"{task_name(task)} at {cache.address(*task)}"
+
+        cluster = SessionCluster(local, cache, merged.device_filters, DeviceDirectory(),
+                                 self._status_timeout(merged), key_of, describe)
+        server_def = config_pb2.ServerDef(cluster=spec.as_cluster_def(), job_name=local[0],
+                                          task_index=local[1], protocol="grpc")
+        return cluster, server_def
 
     def extend_session(self, handle: str, nodes: list, current_version: int) -> int:
         session = self._session(handle)
@@ -119,54 +198,55 @@ class Master:
         session.closed = error
         with session.lock:
             steps, workers = list(session.steps), list(session.workers)
-        for step_id, tasks in steps:
-            for task in tasks:
-                self._quietly(task, "cleanup_graph", step_id)
+        for step_id, clients in steps:
+            for client in clients:
+                _quietly(client, "cleanup_graph", step_id)
         for task in workers:
-            self._quietly(task, "delete_worker_session", session.handle)
-
-    def _quietly(self, task: tuple, method: str, *args) -> None:
-        try:
-            getattr(self.worker_cache.get(*task), method)(*args)
-        except errors.OpError:
-            pass
+            _quietly(session.cluster.client(task), "delete_worker_session", session.handle)
 
     def reset(self, containers: Optional[list] = None) -> None:
-        """Closes every session and clears `containers` (all if empty) on every worker."""
+        """Closes every session and clears `containers` (all if empty) on every
+        task of the server's cluster.
+
+        Raises:
+          UnavailableError (or the error a task gave): some task could not be
+            cleared; it is named, and every other task was cleared.
+        """
         with self._lock:
             sessions, self._sessions = list(self._sessions.values()), {}
         for session in sessions:
             self._close(session, errors.AbortedError(None, None, "Session was reset."))
-        for task in self.worker_cache.tasks():
-            self.worker_cache.get(*task).cleanup_all(list(containers or []))
+        tasks = self.worker_cache.tasks()
+
+        def clear(task: tuple):
+            try:
+                self.worker_cache.get(*task).cleanup_all(list(containers or []))
+            except errors.OpError as e:
+                return e
+            return None
+        failures = [(t, e) for t, e in zip(tasks, _POOL.map(clear, tasks)) if e is not None]
+        if failures:
+            first = failures[0][1]
+            cls = errors.exception_type_from_error_code(first.error_code)
+            raise cls(None, None, "Reset could not clear containers on " + "; ".join(
+                f"{task_name(t)}: {e.message}" for t, e in failures) +
+                f" (the other {len(tasks) - len(failures)} task(s) were cleared)")
 
     def list_devices(self, handle: Optional[str] = None) -> list:
-        config = self._session(handle).config if handle else self.default_config
-        return [d for task in self._tasks(config) for d in self._task_devices(task)]
-
-    # -- devices -----------------------------------------------------------
-    def _tasks(self, config) -> list:
-        tasks = self.worker_cache.tasks()
-        if config.device_filters:
-            from nbcluster.framework.device_spec import DeviceSpec, is_compatible
-            filters = [DeviceSpec.from_string(f) for f in config.device_filters]
-            tasks = [t for t in tasks if t == self.local_task or any(
-                is_compatible(f.replace(device_type=None, device_index=None),
-                              f"/job:{t[0]}/replica:0/task:{t[1]}/device:CPU:0")
-                for f in filters)]
-        return tasks
-
-    def _task_devices(self, task: tuple) -> list:
-        devices = self._devices.get(task)
-        if devices is None:
-            status = self.worker_cache.get(*task).get_status(_STATUS_TIMEOUT)
-            devices = self._devices[task] = list(status.device_attributes)
-        return devices
+        cluster = self._session(handle).cluster if handle \
+            else self._server_cluster(self.default_config)
+        return [d for task in cluster.tasks() for d in cluster.devices(task)]
 
     # -- steps ---------------------------------------------------------------
     def run_step(self, handle: str, feeds: dict, fetches: list, targets: list,
                  options=None) -> tuple:
-        """Runs one step; returns ([fetched values], RunMetadata or None)."""
+        """Runs one step; returns ([fetched values], RunMetadata or None).
+
+        Raises:
+          AbortedError: a worker of the step restarted (its graphs are gone);
+            the session forgets what it knew of the step's tasks, so running
+            again re-plans on the new incarnation, as in TF.
+        """
         session = self._session(handle)
         signature = (tuple(sorted(feeds)), tuple(fetches), tuple(sorted(targets)))
         plan = session.plans.get(signature)
@@ -182,14 +262,17 @@ class Master:
         timeout_ms = options.timeout_in_ms or session.config.operation_timeout_in_ms
         timeout = timeout_ms / 1000.0 if timeout_ms > 0 else None
         step_id = random.getrandbits(62) + 1
-        tasks = tuple(p.task for p in plan.parts)
+        clients = tuple(p.client for p in plan.parts)
         with session.lock:
-            session.steps.add((step_id, tasks))
+            session.steps.add((step_id, clients))
         try:
             results = self._run_parts(plan, step_id, feeds, timeout, trace, graphs)
+        except errors.AbortedError:
+            self._forget_tasks(session, [p.task for p in plan.parts])
+            raise
         finally:
             with session.lock:
-                session.steps.discard((step_id, tasks))
+                session.steps.discard((step_id, clients))
         if session.closed is not None:
             raise session.closed
         values = [feeds[f] if where is None else results[where].fetches[f]
@@ -202,6 +285,17 @@ class Master:
                     metadata.step_stats.dev_stats.extend(r.step_stats.dev_stats)
                 metadata.partition_graphs.extend(r.partition_graphs)
         return values, metadata
+
+    def _forget_tasks(self, session: MasterSession, tasks: list) -> None:
+        """After a restart: drop the tasks' devices and every plan that uses them."""
+        gone = set(tasks)
+        with session.lock:
+            for task in gone:
+                session.cluster.forget(task)
+                session.workers.discard(task)
+            for signature in [s for s, p in session.plans.items()
+                              if any(part.task in gone for part in p.parts)]:
+                del session.plans[signature]
 
     def _run_parts(self, plan: _Plan, step_id: int, feeds: dict, timeout, trace, graphs):
         def run(part: _Part):
@@ -233,43 +327,75 @@ class Master:
             if first is not None and not cancelled:
                 cancelled = True
                 for other in plan.parts:
-                    self._quietly(other.task, "cleanup_graph", step_id)
+                    _quietly(other.client, "cleanup_graph", step_id)
         if first is not None:
             raise first
-        for part in plan.parts:
-            self._quietly(part.task, "cleanup_graph", step_id)
-        return results
+        return results  # workers end a step that went well by themselves
 
     # -- planning ------------------------------------------------------------
     def _plan(self, session: MasterSession, feeds: tuple, fetches: tuple,
               targets: tuple) -> _Plan:
         nodes = session.nodes
         for name in feeds + fetches:
-            _check_tensor(nodes, name)
+            check_tensor(nodes, name)
         for name in targets:
             if name not in nodes:
                 raise errors.NotFoundError(None, None, f"Target node '{name}' is not in the "
                                                        f"graph")
         fed = set(feeds)
-        needed = _prune(nodes, [f for f in fetches if f not in fed], targets, fed)
+        needed = prune(nodes, [f for f in fetches if f not in fed], targets, fed)
         pruned = {n: nodes[n] for n in needed}
-        tasks = self._tasks(session.config)
-        devices = [d.name for t in tasks for d in self._task_devices(t)]
-        incarnations = {d.name: d.incarnation for t in tasks for d in self._task_devices(t)}
-        placement = place(pruned, devices, self.local_task,
-                          session.config.allow_soft_placement, has_kernel)
+        placement, incarnations = self._place(session, pruned)
         if session.config.log_device_placement:
             for name in sorted(placement):
                 print(f"{name}: ({pruned[name].op}): {placement[name]}", file=sys.stderr)
         placed = [n.with_changes(device=placement[n.name]) for n in pruned.values()]
-        placed += _feed_nodes(placed, fed, nodes)
-        fetch_nodes = [_fetch_node(f, placement[parse_input(f)[0]], nodes)
+        placed += feed_nodes(placed, fed, nodes)
+        fetch_nodes = [fetch_node(f, placement[parse_input(f)[0]], nodes)
                        for f in dict.fromkeys(fetches) if f not in fed]
         placed += fetch_nodes
         pieces = partition(placed, key=task_of, incarnation=lambda d: incarnations[d])
+        try:
+            return self._register(session, pieces, fetches)
+        except errors.AbortedError:
+            self._forget_tasks(session, list(pieces))
+            raise
+
+    def _place(self, session: MasterSession, pruned: dict) -> tuple:
+        """Places `pruned`, asking only the tasks it may need for their devices.
+
+        First the master's task and the tasks nodes are pinned to; if that
+        fails, or puts a node with no job/task on another task, every task the
+        session may use (so the result is the one a full device list gives).
+        """
+        cluster = session.cluster
+        every = cluster.tasks()
+        first = _pinned_tasks(pruned.values(), every, cluster.local_task)
+        for tasks in ([first, every] if first != every else [every]):
+            attrs = [d for t in tasks for d in cluster.devices(t)]
+            try:
+                placement = place(pruned, [d.name for d in attrs], cluster.local_task,
+                                  session.config.allow_soft_placement, has_kernel)
+            except errors.InvalidArgumentError:
+                if tasks is every:
+                    raise
+                continue
+            if tasks is every or not _strays(pruned, placement, cluster.local_task):
+                return placement, {d.name: d.incarnation for d in attrs}
+        raise AssertionError("unreachable")
+
+    def _register(self, session: MasterSession, pieces: dict, fetches: tuple) -> _Plan:
+        cluster = session.cluster
+        for task in pieces:
+            boot = cluster.boot_name(task)
+            if boot is not None:
+                raise errors.UnimplementedError(
+                    None, None, f"The session's cluster names a task {task_name(task)}, but "
+                                f"the server there was started as {boot}; running a graph "
+                                f"on a renamed task is not supported yet")
         parts, where = [], {}
         for task, part_nodes in pieces.items():
-            client = self.worker_cache.get(*task)
+            client = cluster.client(task)
             if task not in session.workers:
                 client.create_worker_session(session.handle, session.isolate)
                 with session.lock:
@@ -287,72 +413,37 @@ class Master:
         return _Plan(parts, [where.get(f) for f in fetches])
 
 
+def _quietly(client, method: str, *args) -> None:
+    try:
+        getattr(client, method)(*args)
+    except errors.OpError:
+        pass
+
+
+def _pinned_tasks(nodes, tasks: list, local_task: tuple) -> list:
+    """The master's task and every task some node's device string points at."""
+    wanted = {local_task}
+    for node in nodes:
+        try:
+            spec = DeviceSpec.from_string(node.device)
+        except errors.InvalidArgumentError:
+            continue  # placement reports it
+        if spec.job is None and spec.task is None:
+            continue
+        wanted.update(t for t in tasks if spec.job in (None, t[0]) and spec.task in (None, t[1]))
+    return [t for t in tasks if t in wanted]
+
+
+def _strays(nodes: dict, placement: dict, local_task: tuple) -> bool:
+    """Whether a node pinned to no job/task left the master's task."""
+    for name, device in placement.items():
+        spec = DeviceSpec.from_string(nodes[name].device)
+        if spec.job is None and spec.task is None and task_of(device) != local_task:
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class _Handle:
     session: str
     graph: str
-
-
-def _check_tensor(nodes: dict, name: str) -> None:
-    op, sep, index = name.rpartition(":")
-    if not sep or not index.isdigit() or op not in nodes:
-        raise errors.InvalidArgumentError(
-            None, None, f"Tensor {name}, specified in either feed_devices or fetch_devices "
-                        f"was not found in the Graph")
-    types = nodes[op].attrs.get("_output_types")
-    if types is not None and int(index) >= len(types):
-        raise errors.InvalidArgumentError(
-            None, None, f"Tensor {name}: node '{op}' has only {len(types)} outputs")
-
-
-def _prune(nodes: dict, fetches: list, targets: tuple, fed: set) -> set:
-    needed: set = set()
-    stack = [parse_input(f)[0] for f in fetches] + list(targets)
-    while stack:
-        name = stack.pop()
-        if name in needed:
-            continue
-        node = nodes.get(name)
-        if node is None:
-            raise errors.InvalidArgumentError(None, None, f"Node '{name}' is needed but is "
-                                                          f"not in the graph")
-        needed.add(name)
-        for ref in node.inputs:
-            src, index = parse_input(ref)
-            if index >= 0 and f"{src}:{index}" in fed:
-                continue
-            stack.append(src)
-    return needed
-
-
-def _feed_nodes(placed: list, fed: set, nodes: dict) -> list:
-    """A client-terminated _Recv per (fed tensor, consuming device); rewires inputs."""
-    recvs: dict = {}
-    for i, node in enumerate(placed):
-        changed = False
-        inputs = list(node.inputs)
-        for slot, ref in enumerate(inputs):
-            src, index = parse_input(ref)
-            tensor = f"{src}:{index}"
-            if index < 0 or tensor not in fed:
-                continue
-            key = (tensor, node.device)
-            if key not in recvs:
-                recvs[key] = Node(f"_recv_{src}_{index}_{len(recvs)}", "_Recv", (), node.device,
-                                  {"tensor_name": tensor, "client_terminated": True,
-                                   "send_device": "/job:client", "recv_device": node.device,
-                                   "send_device_incarnation": 0,
-                                   "tensor_type": output_dtype(nodes[src], index)})
-            inputs[slot] = recvs[key].name
-            changed = True
-        if changed:
-            placed[i] = node.with_changes(inputs=tuple(inputs))
-    return list(recvs.values())
-
-
-def _fetch_node(tensor: str, device: str, nodes: dict) -> Node:
-    src, index = parse_input(tensor)
-    return Node(f"_send_{src}_{index}_fetch", "_Send", (tensor if index else src,), device,
-                {"tensor_name": tensor, "client_terminated": True, "send_device": device,
-                 "recv_device": "/job:client", "send_device_incarnation": 0,
-                 "T": output_dtype(nodes[src], index)})

@@ -117,9 +117,12 @@ def _place_group(members: list[Node], specs: dict, default_task: tuple,
     if found:
         return found[0]
     pinned = next((m for m in members if m.device), members[0])
+    wanted = constraint.to_string() or pinned.device
+    if pinned.device and pinned.device != wanted:  # name it as the user wrote it too
+        wanted = f"{wanted} (from '{pinned.device}')"
     raise errors.InvalidArgumentError(
         None, None, f"Cannot assign a device for operation {pinned.name}: Operation was "
-                    f"explicitly assigned to {constraint.to_string() or pinned.device} but "
+                    f"explicitly assigned to {wanted} but "
                     f"available devices are [ {', '.join(sorted(specs))} ]. Make sure the "
                     f"device specification refers to a valid device.",
         node_name=pinned.name)

@@ -36,7 +36,9 @@ class WorkerClient(Protocol):
 
     def cleanup_all(self, containers: Optional[list]) -> None: ...
 
-    def recv_tensor(self, step_id: int, key: str, timeout: Optional[float]): ...
+    def recv_tensor(self, step_id: int, key: str, timeout: Optional[float],
+                    waiter=None):
+        """`waiter`: the receiving step's context; its cancellation ends the call."""
 
 
 class InProcessWorkerClient:

@@ -6,6 +6,7 @@ with one rendezvous. Peers fetch tensors from it with `recv_tensor`.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import socket
@@ -28,23 +29,33 @@ from nbcluster.runtime.resources import ResourceMgr
 from nbcluster.runtime.step import CancellationManager, StepContext
 
 load_all()
+_ENDED_MEMORY = 4096
 _POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nbcluster-partition")
 
 
 class _Graph:
-    def __init__(self, executors: list, resources: ResourceMgr, remote_sends: bool,
+    def __init__(self, executors: list, resources: ResourceMgr, remote_sends: int,
                  nodes: dict) -> None:
         self.executors = executors
         self.resources = resources
-        self.remote_sends = remote_sends
+        self.remote_sends = remote_sends  # tensors peers will fetch each step
         self.nodes = nodes  # device -> [Node], for partition_graphs
 
 
 class _Step:
+    """One step on this worker. It ends by itself once its partitions have
+    run and peers have fetched every tensor sent to them, so a step that went
+    well needs no CleanupGraph round trip."""
+
     def __init__(self, rendezvous: StepRendezvous) -> None:
         self.rendezvous = rendezvous
         self.cancellations: list[CancellationManager] = []
-        self.keep = False
+        self.running = 0
+        self.unfetched = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.running == 0 and self.unfetched <= 0
 
 
 class Worker:
@@ -61,6 +72,9 @@ class Worker:
         self._sessions: dict[str, ResourceMgr] = {}
         self._graphs: dict[tuple, _Graph] = {}
         self._steps: dict[int, _Step] = {}
+        # Steps ended before their RunGraph arrived (the master cancels every
+        # partition on the first error): a late RunGraph must not block forever.
+        self._ended: collections.OrderedDict = collections.OrderedDict()
         self._handles = itertools.count(1)
         self.started = time.time()
         self.steps_run = 0
@@ -105,9 +119,8 @@ class Worker:
         pieces = partition(nodes, key=lambda d: d, incarnation=lambda d: self.incarnation)
         threads = parallelism or os.cpu_count() or 1
         executors = [Executor(part, self.devices[dev], threads) for dev, part in pieces.items()]
-        remote = any(n.op == "_Send" and not n.attrs.get("client_terminated")
-                     and task_of(n.attrs["recv_device"]) != (self.job, self.task)
-                     for n in nodes)
+        remote = sum(1 for n in nodes if n.op == "_Send" and not n.attrs.get("client_terminated")
+                     and task_of(n.attrs["recv_device"]) != (self.job, self.task))
         with self._lock:
             resources = self._sessions.get(session_handle, self.resources)
             handle = f"{self.job}:{self.task}:g{next(self._handles)}"
@@ -125,6 +138,8 @@ class Worker:
             if step is None:
                 step = self._steps[step_id] = _Step(StepRendezvous(
                     step_id, self._remote_recv if self._peers else None, (self.job, self.task)))
+                if step_id in self._ended:
+                    step.rendezvous.abort(self._ended[step_id])
             return step
 
     def run_graph(self, session_handle: str, graph_handle: str, step_id: int, feeds: dict,
@@ -139,7 +154,8 @@ class Worker:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             step.cancellations.append(cancel)
-            step.keep = step.keep or graph.remote_sends
+            step.running += 1
+            step.unfetched += graph.remote_sends
             if step.rendezvous.error is not None:
                 cancel.cancel(step.rendezvous.error)
         contexts = [StepContext(step_id, graph.resources, self.job, step.rendezvous, feeds,
@@ -151,9 +167,9 @@ class Worker:
             self.last_error = f"{type(e).__name__}: {e.message}"
             raise
         finally:
-            if not step.keep:
-                with self._lock:
-                    self._steps.pop(step_id, None)
+            with self._lock:
+                step.running -= 1
+                self._end_if_finished(step_id, step)
         self.steps_run += 1
         out: dict = {}
         for ctx in contexts:
@@ -190,14 +206,24 @@ class Worker:
 
     def cleanup_graph(self, step_id: int) -> None:
         """Ends a step: wakes anything still waiting in it, drops its tensors."""
+        error = errors.CancelledError(None, None, f"Step {step_id} was cancelled")
         with self._lock:
             step = self._steps.pop(step_id, None)
+            self._ended[step_id] = error
+            while len(self._ended) > _ENDED_MEMORY:
+                self._ended.popitem(last=False)
         if step is None:
             return
-        error = errors.CancelledError(None, None, f"Step {step_id} was cancelled")
         step.rendezvous.abort(error)
         for cancel in step.cancellations:
             cancel.cancel(error)
+
+    def cancel_steps(self) -> None:
+        """Ends every step in flight (the server is stopping): nothing stays blocked."""
+        with self._lock:
+            step_ids = list(self._steps)
+        for step_id in step_ids:
+            self.cleanup_graph(step_id)
 
     def cleanup_all(self, containers: Optional[list] = None) -> None:
         self.resources.clear(containers or None)
@@ -207,7 +233,13 @@ class Worker:
             mgr.clear(containers or None)
 
     # -- tensors for peers ---------------------------------------------------
-    def recv_tensor(self, step_id: int, key: str, timeout: Optional[float] = None):
+    def recv_tensor(self, step_id: int, key: str, timeout: Optional[float] = None,
+                    waiter=None):
+        """The tensor `key` of step `step_id`, once this task's Send has produced it.
+
+        `waiter` is the receiving step's context when the caller is in this
+        process: its cancellation and deadline then end the wait.
+        """
         src, incarnation, _, _, _ = parse_key(key)
         if task_of(src) != (self.job, self.task):
             raise errors.InvalidArgumentError(None, None, f"Tensor {key!r} is not produced "
@@ -216,14 +248,22 @@ class Worker:
             raise errors.AbortedError(None, None, f"Task /job:{self.job}/task:{self.task} was "
                                                   f"restarted; the step's graph is stale")
         deadline = None if timeout is None else time.monotonic() + timeout
-        value = self._step(step_id).rendezvous.recv_local(key, deadline=deadline)
+        step = self._step(step_id)
+        value = step.rendezvous.recv_local(key, waiter, deadline)
+        with self._lock:
+            step.unfetched -= 1
+            self._end_if_finished(step_id, step)
         self.bytes_sent += getattr(value, "nbytes", 0)
         return value
+
+    def _end_if_finished(self, step_id: int, step: _Step) -> None:
+        if step.finished and self._steps.get(step_id) is step:
+            del self._steps[step_id]
 
     def _remote_recv(self, step_id: int, key: str, ctx):
         job, task = task_of(key.split(";", 1)[0])
         timeout = None if ctx.deadline is None else max(0.0, ctx.deadline - time.monotonic())
-        value = self._peers(job, task).recv_tensor(step_id, key, timeout)
+        value = self._peers(job, task).recv_tensor(step_id, key, timeout, ctx)
         self.bytes_received += getattr(value, "nbytes", 0)
         return value
 

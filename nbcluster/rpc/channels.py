@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 
 import grpc
+import grpc.experimental
 
 MAX_MESSAGE = 2 ** 31 - 1
 OPTIONS = [
@@ -12,6 +13,9 @@ OPTIONS = [
     ("grpc.http2.lookahead_bytes", 256 * 1024 * 1024),
 ]
 SERVER_OPTIONS = OPTIONS + [("grpc.so_reuseport", 0)]
+# A unary-stream call (PullResponse) read in the calling thread: no hand-off
+# to the channel's polling thread per frame.
+CHANNEL_OPTIONS = OPTIONS + [(grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)]
 
 _channels: dict[str, grpc.Channel] = {}
 _lock = threading.Lock()
@@ -22,7 +26,7 @@ def channel(address: str) -> grpc.Channel:
     with _lock:
         found = _channels.get(address)
         if found is None:
-            found = _channels[address] = grpc.insecure_channel(address, options=OPTIONS)
+            found = _channels[address] = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         return found
 
 

@@ -55,3 +55,21 @@ def proto_handler(fn, request_class):
 def timeout_of(context):
     remaining = context.time_remaining()
     return None if remaining is None or remaining > 1e8 else remaining
+
+
+def run_safely(fn, context, name: str):
+    """`fn()` for a streaming handler, failures mapped as `unary` maps them.
+
+    Returns what `fn` returns (the frames to send); on failure the RPC ends
+    with the error's status instead.
+    """
+    try:
+        return fn()
+    except errors.OpError as e:
+        error = e
+    except grpc.RpcError:  # the peer cancelled while we read its stream
+        error = errors.CancelledError(None, None, f"{name}: the caller went away")
+    except Exception as e:  # noqa: BLE001 - a bug becomes INTERNAL, the server lives on
+        log.exception("internal error in %s", name)
+        error = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
+    status.abort(context, error)

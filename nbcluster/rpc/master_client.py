@@ -8,21 +8,13 @@ import grpc
 from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.proto import config_pb2, master_pb2
-from nbcluster.rpc import channels, messages
-from nbcluster.rpc.master_service import FEED_FIELD, SERVICE, TENSOR_FIELD
+from nbcluster.rpc import channels
+from nbcluster.rpc.master_service import RUN_STEP_REQUEST, RUN_STEP_RESPONSE, SERVICE
 from nbcluster.rpc.status import from_rpc_error
+from nbcluster.rpc.streaming import TensorStub
 
 _CONTROL_TIMEOUT = 60.0
 _STEP_TIMEOUT = 24 * 3600.0  # a step may block on a queue for as long as it likes
-
-
-def _encode_run_step(request: tuple) -> bytes:
-    message, feeds = request
-    return messages.encode(message, FEED_FIELD, feeds.items())
-
-
-def _decode_run_step_response(data: bytes) -> tuple:
-    return messages.decode(data, master_pb2.RunStepResponse, TENSOR_FIELD)
 
 
 class GrpcMasterClient:
@@ -33,18 +25,17 @@ class GrpcMasterClient:
         self._config = config or config_pb2.ConfigProto()
         channel = channels.channel(address)
 
-        def method(name, request_class=None, response_class=None, ser=None, de=None):
-            return channel.unary_unary(
-                f"/{SERVICE}/{name}",
-                request_serializer=ser or (lambda m: m.SerializeToString()),
-                response_deserializer=de or response_class.FromString)
+        def method(name, response_class):
+            return channel.unary_unary(f"/{SERVICE}/{name}",
+                                       request_serializer=lambda m: m.SerializeToString(),
+                                       response_deserializer=response_class.FromString)
 
-        self._create = method("CreateSession", response_class=master_pb2.CreateSessionResponse)
-        self._extend = method("ExtendSession", response_class=master_pb2.ExtendSessionResponse)
-        self._run = method("RunStep", ser=_encode_run_step, de=_decode_run_step_response)
-        self._close = method("CloseSession", response_class=master_pb2.CloseSessionResponse)
-        self._list = method("ListDevices", response_class=master_pb2.ListDevicesResponse)
-        self._reset = method("Reset", response_class=master_pb2.ResetResponse)
+        self._create = method("CreateSession", master_pb2.CreateSessionResponse)
+        self._extend = method("ExtendSession", master_pb2.ExtendSessionResponse)
+        self._run = TensorStub(channel, SERVICE, "RunStep", RUN_STEP_REQUEST, RUN_STEP_RESPONSE)
+        self._close = method("CloseSession", master_pb2.CloseSessionResponse)
+        self._list = method("ListDevices", master_pb2.ListDevicesResponse)
+        self._reset = method("Reset", master_pb2.ResetResponse)
 
     def _timeout(self, default: float) -> float:
         ms = self._config.operation_timeout_in_ms
@@ -56,8 +47,9 @@ class GrpcMasterClient:
         except grpc.RpcError as e:
             raise from_rpc_error(e, f"grpc://{self.address}") from None
 
-    def create_session(self, nodes: list, config=None) -> tuple:
-        req = master_pb2.CreateSessionRequest(graph_def=nodes_to_proto(nodes))
+    def create_session(self, nodes: list, config=None, target: Optional[str] = None) -> tuple:
+        req = master_pb2.CreateSessionRequest(graph_def=nodes_to_proto(nodes),
+                                              target=target or f"grpc://{self.address}")
         if config is not None:
             req.config.CopyFrom(config)
         resp = self._call(self._create, req, self._timeout(_CONTROL_TIMEOUT))
@@ -78,7 +70,10 @@ class GrpcMasterClient:
             if options.timeout_in_ms > 0:
                 timeout = options.timeout_in_ms / 1000.0
         # The master enforces the step's own deadline; the RPC's is a backstop.
-        response, tensors = self._call(self._run, (req, feeds), timeout + 5.0)
+        try:
+            response, tensors = self._run(req, list(feeds.items()), timeout + 5.0)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, f"grpc://{self.address}") from None
         values = dict(tensors)
         metadata = response.metadata if response.HasField("metadata") else None
         return [values[f] for f in fetches], metadata

@@ -5,30 +5,20 @@ import grpc
 
 from nbcluster.framework.graph_def import nodes_from_proto
 from nbcluster.proto import master_pb2
-from nbcluster.rpc import messages
-from nbcluster.rpc.handlers import proto_handler, unary
+from nbcluster.rpc.handlers import proto_handler
+from nbcluster.rpc.messages import Layout
+from nbcluster.rpc.streaming import PendingResponses, pull_method, tensor_methods
 
 SERVICE = "nbcluster.MasterService"
-FEED_FIELD = 2      # RunStepRequest.feed
-TENSOR_FIELD = 1    # RunStepResponse.tensor
-
-
-def decode_run_step(data: bytes) -> tuple:
-    return messages.decode(data, master_pb2.RunStepRequest, FEED_FIELD)
-
-
-def encode_run_step_response(response: tuple) -> bytes:
-    tensors, metadata = response
-    message = master_pb2.RunStepResponse()
-    if metadata is not None:
-        message.metadata.CopyFrom(metadata)
-    return messages.encode(message, TENSOR_FIELD, tensors)
+RUN_STEP_REQUEST = Layout(master_pb2.RunStepRequest, 2)     # feed = 2
+RUN_STEP_RESPONSE = Layout(master_pb2.RunStepResponse, 1)   # tensor = 1
 
 
 def master_handler(master) -> grpc.GenericRpcHandler:
     def create_session(req, context):
         config = req.config if req.HasField("config") else None
-        handle, version = master.create_session(nodes_from_proto(req.graph_def), config)
+        handle, version = master.create_session(nodes_from_proto(req.graph_def), config,
+                                                req.target or None)
         return master_pb2.CreateSessionResponse(session_handle=handle, graph_version=version)
 
     def extend_session(req, context):
@@ -36,13 +26,15 @@ def master_handler(master) -> grpc.GenericRpcHandler:
                                         req.current_graph_version)
         return master_pb2.ExtendSessionResponse(new_graph_version=version)
 
-    def run_step(request, context):
-        req, feeds = request
+    def run_step(req, feeds, context):
         options = req.options if req.HasField("options") else None
         fetches = list(req.fetch)
         values, metadata = master.run_step(req.session_handle, dict(feeds), fetches,
                                            list(req.target), options)
-        return list(zip(fetches, values)), metadata
+        response = master_pb2.RunStepResponse()
+        if metadata is not None:
+            response.metadata.CopyFrom(metadata)
+        return response, list(zip(fetches, values))
 
     def close_session(req, context):
         master.close_session(req.session_handle)
@@ -56,10 +48,12 @@ def master_handler(master) -> grpc.GenericRpcHandler:
         master.reset(list(req.container))
         return master_pb2.ResetResponse()
 
+    pending = PendingResponses()
     return grpc.method_handlers_generic_handler(SERVICE, {
+        **tensor_methods("RunStep", run_step, RUN_STEP_REQUEST, RUN_STEP_RESPONSE, pending),
+        **pull_method(pending),
         "CreateSession": proto_handler(create_session, master_pb2.CreateSessionRequest),
         "ExtendSession": proto_handler(extend_session, master_pb2.ExtendSessionRequest),
-        "RunStep": unary(run_step, decode_run_step, encode_run_step_response),
         "CloseSession": proto_handler(close_session, master_pb2.CloseSessionRequest),
         "ListDevices": proto_handler(list_devices, master_pb2.ListDevicesRequest),
         "Reset": proto_handler(reset, master_pb2.ResetRequest),

@@ -2,24 +2,70 @@
 written and read by hand (`tensor_codec`), so payloads are never copied by
 protobuf. The bytes are what protobuf itself would write.
 
-    [protobuf-serialized small fields][tag len NamedTensorProto]...
+    [protobuf-serialized small fields][tag len (Named)TensorProto]...
+
+This is the whole-message (unary) form; `chunked` streams the same message
+in 1 MiB frames when its tensors are large.
 """
 from __future__ import annotations
 
-from nbcluster.rpc.tensor_codec import decode_named_tensor, encode_named_tensor
+from typing import NamedTuple, Optional
+
+from nbcluster.rpc import wire
+from nbcluster.rpc.tensor_codec import (decode_named_tensor, decode_tensor, encode_tensor,
+                                        encoded_size, named_tensor_prefix)
 from nbcluster.rpc.wire import split_fields  # noqa: F401 - re-exported for peers
 
 
-def encode(message, field_number: int, tensors) -> bytes:
-    """`message` serialized, then each (name, array) as field `field_number`."""
+class Layout(NamedTuple):
+    """Where a message type keeps its tensors.
+
+    field: the repeated field that holds them, None for a message without any.
+    named: entries are NamedTensorProto (RunStep, RunGraph); otherwise the
+      field is one bare TensorProto (RecvTensorResponse.tensor) and the
+      tensor's name is "".
+    """
+    message_class: type
+    field: Optional[int]
+    named: bool = True
+
+
+def encode(message, layout: Layout, tensors) -> bytes:
+    """`message` serialized, then each (name, array) of `tensors` as `layout.field`."""
+    return b"".join(encode_pieces(message, layout, tensors))
+
+
+def encode_pieces(message, layout: Layout, tensors) -> list:
+    """The pieces of `encode`'s bytes; large payloads are views, not copies."""
     pieces = [message.SerializeToString()]
     for name, array in tensors:
-        pieces.extend(encode_named_tensor(field_number, name, array))
-    return b"".join(pieces)
+        pieces.extend(encode_entry(layout, name, encode_tensor(array)))
+    return pieces
 
 
-def decode(buf: bytes, message_class, field_number: int) -> tuple:
-    """(message without the tensors, [(name, ndarray), ...])."""
-    rest, fields = split_fields(buf, [field_number])
-    message = message_class.FromString(rest)
-    return message, [decode_named_tensor(mv) for mv in fields[field_number]]
+def encode_entry(layout: Layout, name: str, tensor: list) -> list:
+    """An encoded tensor (`encode_tensor`'s pieces) as one `layout.field` entry."""
+    size = encoded_size(tensor)
+    if layout.named:
+        head = named_tensor_prefix(layout.field, name, size)
+    else:
+        head = wire.length_delimited(layout.field, size)
+    return [head + tensor[0], *tensor[1:]]
+
+
+def decode(buf, layout: Layout) -> tuple:
+    """(message without the tensors, [(name, ndarray), ...]) from `encode`'s bytes.
+
+    Arrays are views of `buf` (read-only when it is bytes).
+
+    Raises:
+      DataLossError: malformed bytes.
+    """
+    if layout.field is None:
+        return layout.message_class.FromString(bytes(buf)), []
+    rest, fields = split_fields(buf, [layout.field])
+    message = layout.message_class.FromString(rest)
+    entries = fields[layout.field]
+    if layout.named:
+        return message, [decode_named_tensor(mv) for mv in entries]
+    return message, [("", decode_tensor(mv)) for mv in entries]

@@ -109,12 +109,38 @@ def encode_named_tensor(field_number: int, name: str, array) -> list:
       >>> pieces = [request.SerializeToString(), *encode_named_tensor(2, "x:0", x)]
     """
     tensor = encode_tensor(array)
-    size = encoded_size(tensor)
+    head = named_tensor_prefix(field_number, name, encoded_size(tensor))
+    return [head + tensor[0], *tensor[1:]]
+
+
+def named_tensor_prefix(field_number: int, name: str, tensor_size: int) -> bytes:
+    """The bytes of field `field_number` = NamedTensorProto{name, tensor} that
+    come before its TensorProto of `tensor_size` bytes."""
     name_bytes = name.encode("utf-8")
     inner = wire.length_delimited(_NAME, len(name_bytes)) + name_bytes if name_bytes else b""
-    inner += wire.length_delimited(_TENSOR, size)
-    head = wire.length_delimited(field_number, len(inner) + size) + inner
-    return [head + tensor[0], *tensor[1:]]
+    inner += wire.length_delimited(_TENSOR, tensor_size)
+    return wire.length_delimited(field_number, len(inner) + tensor_size) + inner
+
+
+def split_content(array) -> tuple:
+    """Splits an array's TensorProto into (bytes without the content, content).
+
+    The first part is a valid TensorProto holding dtype and shape (strings:
+    the whole tensor, their content is never split off); the second is a
+    flat byte memoryview of the array's buffer, or None when there is
+    nothing to split (strings, zero elements). The first part followed by
+    field 4 (`tensor_content`) holding the second is `encode_tensor`'s message.
+
+    Raises:
+      InvalidArgumentError: the dtype has no TensorProto form.
+    """
+    arr = np.asarray(array)
+    if arr.dtype.kind in "OSU":
+        return _encode_strings(arr)[0], None
+    pieces = encode_tensor(arr)
+    if len(pieces) == 1:
+        return pieces[0], None
+    return _header(_ENUM_BY_NP[arr.dtype.newbyteorder("<")], arr.shape), pieces[1]
 
 
 @functools.lru_cache(maxsize=1024)  # a training loop sends the same shapes each step
@@ -193,9 +219,63 @@ def decode_tensor(buf) -> np.ndarray:
     return _fill(flat, shape, count, dtype, 0)
 
 
+def empty_for(buf) -> tuple:
+    """Allocates the array a content-less TensorProto (see `split_content`) announces.
+
+    Args:
+      buf: TensorProto bytes with dtype and shape and no content or values;
+        for strings, the whole tensor.
+
+    Returns:
+      (array, content): `content` is a writable flat uint8 view of the new,
+      64-byte aligned array for its content bytes to be written into, or None
+      when the array is already complete (strings, zero elements).
+
+    Raises:
+      DataLossError: malformed bytes, or a numeric tensor that already carries
+        values.
+      InvalidArgumentError: unknown dtype or bad shape.
+      ResourceExhaustedError: the array cannot be allocated.
+    """
+    enum, shape, content, values = _scan(wire.as_byte_view(buf))
+    entry = _DECODE.get(enum)
+    if entry is None or entry[2] == "string":
+        return decode_tensor(buf), None
+    if content is not None or values:
+        raise DataLossError(None, None, "streamed tensor header carries values")
+    dtype, npd = entry[0], entry[3]
+    try:
+        array = aligned_empty(shape, npd)
+    except MemoryError:
+        raise ResourceExhaustedError(
+            None, None, f"cannot allocate a {dtype.name} tensor of shape {list(shape)}") from None
+    except (ValueError, OverflowError):
+        raise InvalidArgumentError(
+            None, None, f"TensorProto shape {list(shape)} is too large") from None
+    if array.size == 0:
+        return array, None
+    return array, array.reshape(-1).view(np.uint8)
+
+
+def aligned_empty(shape: tuple, dtype, align: int = 64) -> np.ndarray:
+    """An uninitialised, writable, C-contiguous array whose data starts on an
+    `align`-byte boundary (SIMD and BLAS read it in place)."""
+    npd = np.dtype(dtype)
+    nbytes = math.prod(shape) * npd.itemsize
+    raw = np.empty(nbytes + align, np.uint8)
+    offset = -raw.ctypes.data % align
+    return raw[offset:offset + nbytes].view(npd).reshape(shape)
+
+
 def decode_named_tensor(buf) -> tuple[str, np.ndarray]:
     """Parses NamedTensorProto bytes into (name, array); see `decode_tensor`."""
-    name, tensor = "", b""
+    name, tensor = split_named(buf)
+    return name, decode_tensor(tensor)
+
+
+def split_named(buf) -> tuple[str, memoryview]:
+    """Parses NamedTensorProto bytes into (name, the TensorProto's bytes), copying nothing."""
+    name, tensor = "", memoryview(b"")
     for number, wire_type, value, _, _ in wire.iter_fields(buf):
         if wire_type != wire.LENGTH_DELIMITED:
             continue
@@ -207,7 +287,7 @@ def decode_named_tensor(buf) -> tuple[str, np.ndarray]:
                     None, None, f"NamedTensorProto name is not utf-8: {err}") from None
         elif number == _TENSOR:
             tensor = value
-    return name, decode_tensor(tensor)
+    return name, tensor
 
 
 def _scan(mv: memoryview):

@@ -5,13 +5,15 @@ from typing import Optional
 
 import grpc
 
+from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.distributed.transport import RunGraphResult
 from nbcluster.proto import worker_pb2
-from nbcluster.rpc import channels, messages
+from nbcluster.rpc import channels
 from nbcluster.rpc.status import from_rpc_error
-from nbcluster.rpc.worker_service import (RECV_FIELD, SEND_FIELD, SERVICE,
-                                          decode_recv_tensor_response)
+from nbcluster.rpc.streaming import TensorStub
+from nbcluster.rpc.worker_service import (RECV_TENSOR_REQUEST, RECV_TENSOR_RESPONSE,
+                                          RUN_GRAPH_REQUEST, RUN_GRAPH_RESPONSE, SERVICE)
 
 _CONTROL_TIMEOUT = 30.0
 _STEP_TIMEOUT = 24 * 3600.0
@@ -24,26 +26,32 @@ class GrpcWorkerClient:
         self.address = address
         channel = channels.channel(address)
 
-        def method(name, response_class=None, ser=None, de=None):
-            return channel.unary_unary(
-                f"/{SERVICE}/{name}", request_serializer=ser or (lambda m: m.SerializeToString()),
-                response_deserializer=de or response_class.FromString)
+        def method(name, response_class):
+            return channel.unary_unary(f"/{SERVICE}/{name}",
+                                       request_serializer=lambda m: m.SerializeToString(),
+                                       response_deserializer=response_class.FromString)
 
         self._status = method("GetStatus", worker_pb2.GetStatusResponse)
         self._create = method("CreateWorkerSession", worker_pb2.CreateWorkerSessionResponse)
         self._delete = method("DeleteWorkerSession", worker_pb2.DeleteWorkerSessionResponse)
         self._register = method("RegisterGraph", worker_pb2.RegisterGraphResponse)
         self._deregister = method("DeregisterGraph", worker_pb2.DeregisterGraphResponse)
-        self._run = method("RunGraph", ser=lambda r: messages.encode(r[0], SEND_FIELD, r[1]),
-                           de=lambda d: messages.decode(d, worker_pb2.RunGraphResponse,
-                                                        RECV_FIELD))
+        self._run = TensorStub(channel, SERVICE, "RunGraph", RUN_GRAPH_REQUEST,
+                               RUN_GRAPH_RESPONSE)
         self._cleanup = method("CleanupGraph", worker_pb2.CleanupGraphResponse)
         self._cleanup_all = method("CleanupAll", worker_pb2.CleanupAllResponse)
-        self._recv = method("RecvTensor", de=decode_recv_tensor_response)
+        self._recv = TensorStub(channel, SERVICE, "RecvTensor", RECV_TENSOR_REQUEST,
+                                RECV_TENSOR_RESPONSE)
 
     def _call(self, stub, request, timeout: Optional[float]):
         try:
             return stub(request, timeout=timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, f"worker {self.address}") from None
+
+    def _call_tensors(self, stub, request, tensors: list, timeout: Optional[float]):
+        try:
+            return stub(request, tensors, timeout)
         except grpc.RpcError as e:
             raise from_rpc_error(e, f"worker {self.address}") from None
 
@@ -78,8 +86,8 @@ class GrpcWorkerClient:
                                          create_worker_session_called=True)
         req.exec_opts.record_timeline = collect_stats
         req.exec_opts.record_partition_graphs = partition_graphs
-        response, tensors = self._call(self._run, (req, list(feeds.items())),
-                                       timeout if timeout is not None else _STEP_TIMEOUT)
+        response, tensors = self._call_tensors(self._run, req, list(feeds.items()),
+                                               timeout if timeout is not None else _STEP_TIMEOUT)
         result = RunGraphResult(dict(tensors), None, list(response.partition_graph))
         if response.HasField("step_stats"):
             result.step_stats = response.step_stats
@@ -93,6 +101,11 @@ class GrpcWorkerClient:
         self._call(self._cleanup_all, worker_pb2.CleanupAllRequest(container=containers or []),
                    _CONTROL_TIMEOUT)
 
-    def recv_tensor(self, step_id: int, key: str, timeout: Optional[float]):
+    def recv_tensor(self, step_id: int, key: str, timeout: Optional[float], waiter=None):
         req = worker_pb2.RecvTensorRequest(step_id=step_id, rendezvous_key=key)
-        return self._call(self._recv, req, timeout if timeout is not None else _STEP_TIMEOUT)
+        _, tensors = self._call_tensors(self._recv, req, [],
+                                        timeout if timeout is not None else _STEP_TIMEOUT)
+        if len(tensors) != 1:
+            raise errors.DataLossError(None, None, f"RecvTensor from worker {self.address} "
+                                                   f"returned {len(tensors)} tensors")
+        return tensors[0][1]

@@ -5,26 +5,15 @@ import grpc
 
 from nbcluster.framework.graph_def import nodes_from_proto
 from nbcluster.proto import worker_pb2
-from nbcluster.rpc import messages
-from nbcluster.rpc.handlers import proto_handler, timeout_of, unary
-from nbcluster.rpc.tensor_codec import decode_tensor, encode_tensor
-from nbcluster.rpc.wire import length_delimited
+from nbcluster.rpc.handlers import proto_handler, timeout_of
+from nbcluster.rpc.messages import Layout
+from nbcluster.rpc.streaming import PendingResponses, pull_method, tensor_methods
 
 SERVICE = "nbcluster.WorkerService"
-SEND_FIELD = 3   # RunGraphRequest.send
-RECV_FIELD = 1   # RunGraphResponse.recv
-TENSOR_FIELD = 1  # RecvTensorResponse.tensor
-
-
-def encode_recv_tensor_response(array) -> bytes:
-    pieces = encode_tensor(array)
-    size = sum(len(memoryview(p).cast("B")) for p in pieces)
-    return b"".join([length_delimited(TENSOR_FIELD, size)] + pieces)
-
-
-def decode_recv_tensor_response(data: bytes):
-    _, fields = messages.split_fields(data, [TENSOR_FIELD])
-    return decode_tensor(fields[TENSOR_FIELD][0])
+RUN_GRAPH_REQUEST = Layout(worker_pb2.RunGraphRequest, 3)      # send = 3
+RUN_GRAPH_RESPONSE = Layout(worker_pb2.RunGraphResponse, 1)    # recv = 1
+RECV_TENSOR_REQUEST = Layout(worker_pb2.RecvTensorRequest, None)
+RECV_TENSOR_RESPONSE = Layout(worker_pb2.RecvTensorResponse, 1, named=False)  # tensor = 1
 
 
 def worker_handler(worker) -> grpc.GenericRpcHandler:
@@ -48,8 +37,7 @@ def worker_handler(worker) -> grpc.GenericRpcHandler:
         worker.deregister_graph(req.session_handle, req.graph_handle)
         return worker_pb2.DeregisterGraphResponse()
 
-    def run_graph(request, context):
-        req, sends = request
+    def run_graph(req, sends, context):
         worker.bytes_received += sum(a.nbytes for _, a in sends if hasattr(a, "nbytes"))
         fetches = list(req.recv_key)
         result = worker.run_graph(req.session_handle, req.graph_handle, req.step_id,
@@ -60,7 +48,7 @@ def worker_handler(worker) -> grpc.GenericRpcHandler:
         if result.step_stats is not None:
             response.step_stats.CopyFrom(result.step_stats)
         response.partition_graph.extend(result.partition_graphs)
-        return messages.encode(response, RECV_FIELD, [(f, result.fetches[f]) for f in fetches])
+        return response, [(f, result.fetches[f]) for f in fetches]
 
     def cleanup_graph(req, context):
         worker.cleanup_graph(req.step_id)
@@ -70,10 +58,16 @@ def worker_handler(worker) -> grpc.GenericRpcHandler:
         worker.cleanup_all(list(req.container))
         return worker_pb2.CleanupAllResponse()
 
-    def recv_tensor(req, context):
-        return worker.recv_tensor(req.step_id, req.rendezvous_key, timeout_of(context))
+    def recv_tensor(req, _, context):
+        value = worker.recv_tensor(req.step_id, req.rendezvous_key, timeout_of(context))
+        return worker_pb2.RecvTensorResponse(), [("", value)]
 
+    pending = PendingResponses()
     return grpc.method_handlers_generic_handler(SERVICE, {
+        **tensor_methods("RunGraph", run_graph, RUN_GRAPH_REQUEST, RUN_GRAPH_RESPONSE, pending),
+        **tensor_methods("RecvTensor", recv_tensor, RECV_TENSOR_REQUEST, RECV_TENSOR_RESPONSE,
+                         pending),
+        **pull_method(pending),
         "GetStatus": proto_handler(get_status, worker_pb2.GetStatusRequest),
         "CreateWorkerSession": proto_handler(create_worker_session,
                                              worker_pb2.CreateWorkerSessionRequest),
@@ -81,11 +75,6 @@ def worker_handler(worker) -> grpc.GenericRpcHandler:
                                              worker_pb2.DeleteWorkerSessionRequest),
         "RegisterGraph": proto_handler(register_graph, worker_pb2.RegisterGraphRequest),
         "DeregisterGraph": proto_handler(deregister_graph, worker_pb2.DeregisterGraphRequest),
-        "RunGraph": unary(run_graph,
-                          lambda d: messages.decode(d, worker_pb2.RunGraphRequest, SEND_FIELD),
-                          lambda b: b),
         "CleanupGraph": proto_handler(cleanup_graph, worker_pb2.CleanupGraphRequest),
         "CleanupAll": proto_handler(cleanup_all, worker_pb2.CleanupAllRequest),
-        "RecvTensor": unary(recv_tensor, worker_pb2.RecvTensorRequest.FromString,
-                            encode_recv_tensor_response),
     })

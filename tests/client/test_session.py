@@ -229,9 +229,9 @@ def test_graph_is_sent_once_then_extended_with_new_nodes(graph, monkeypatch):
     created, extended = [], []
     real_create, real_extend = Master.create_session, Master.extend_session
 
-    def create(self, nodes, config=None):
+    def create(self, nodes, config=None, target=None):
         created.append([n.name for n in nodes])
-        return real_create(self, nodes, config)
+        return real_create(self, nodes, config, target)
 
     def extend(self, handle, nodes, version):
         extended.append([n.name for n in nodes])

@@ -2,9 +2,12 @@
 
 The seed's contract (tf.distribute.Server), plus `stop()`, context-manager
 use, port 0 ("pick a free port") and a `target` with the real port.
+`python -m nbcluster.server` (this package's `__main__`) runs one task as a
+process and announces it with `ready_line`, which `parse_ready_line` reads.
 """
 from __future__ import annotations
 
+import re
 import threading
 import weakref
 from typing import Optional
@@ -14,7 +17,23 @@ from nbcluster.framework.cluster_spec import ClusterSpec, parse_address
 from nbcluster.proto import config_pb2
 
 SUPPORTED_PROTOCOLS = ("grpc",)
+_STOP_WAIT_S = 5.0  # past any grace, how long stop() waits for handlers to return
 _LOCAL: "weakref.WeakValueDictionary[str, Server]" = weakref.WeakValueDictionary()
+# The one line `python -m nbcluster.server` prints on stdout once it serves.
+READY_PREFIX = "nbcluster.server: serving "
+_READY_RE = re.compile(r"nbcluster\.server: serving /job:(?P<job>[^/\s]+)/task:(?P<task>\d+) "
+                       r"at (?P<target>grpc://\S+)\s*$")
+
+
+def ready_line(job: str, task: int, target: str) -> str:
+    """'nbcluster.server: serving /job:<job>/task:<task> at grpc://<host>:<port>'."""
+    return f"{READY_PREFIX}/job:{job}/task:{task} at {target}"
+
+
+def parse_ready_line(line: str) -> Optional[tuple]:
+    """(job, task, target) from a `ready_line`, or None if `line` is not one."""
+    match = _READY_RE.match(line.strip())
+    return (match["job"], int(match["task"]), match["target"]) if match else None
 
 
 def local_master(target: str):
@@ -106,7 +125,8 @@ class Server:
     def _build(self) -> None:
         from nbcluster.distributed.master import Master
         from nbcluster.distributed.worker import Worker
-        from nbcluster.rpc.server_core import bind_server, ServerWorkerCache
+        from nbcluster.rpc.server_core import ServerWorkerCache, bind_server
+        from nbcluster.rpc.worker_client import GrpcWorkerClient
         from nbcluster.runtime.devices import local_devices
 
         sd = self._server_def
@@ -119,7 +139,7 @@ class Server:
         self._cache = ServerWorkerCache(spec, (job, task))
         self._worker = Worker(job, task, devices, peers=self._cache.get)
         self._cache.set_local(self._worker)
-        self._master = Master((job, task), self._cache, config)
+        self._master = Master((job, task), self._cache, config, connect=GrpcWorkerClient)
         self._grpc, bound = bind_server(host, port, self._master, self._worker)
         if port == 0:  # report the real port everywhere the address shows
             cluster = spec.as_dict()
@@ -156,7 +176,11 @@ class Server:
             return
         _LOCAL.pop(self._target, None)
         self._serving = False
-        self._grpc.stop(grace).wait()
+        stopped = self._grpc.stop(grace)
+        # A handler blocked in a step (a RecvTensor whose producer never runs)
+        # would hold the stop forever: end every step in flight.
+        self._worker.cancel_steps()
+        stopped.wait((grace or 0) + _STOP_WAIT_S)
         self._cache.close()
         self._stopped.set()
 

@@ -1,0 +1,139 @@
+"""`python -m nbcluster.server`: one task of a cluster, run in the foreground.
+
+    python -m nbcluster.server --cluster CLUSTER --job JOB --task INDEX
+                               [--config CONFIG] [--protocol grpc] [--exit-with-parent]
+
+CLUSTER is a JSON object such as '{"ps": ["127.0.0.1:2222"], "worker":
+["127.0.0.1:2223", "127.0.0.1:2224"]}' (a sparse job: {"worker": {"1":
+"host:port"}}), or the path of a file that holds one. CONFIG is a ConfigProto
+in protobuf's JSON mapping ('{"deviceCount": {"CPU": 2}}'), or a path.
+`--job` and `--task` may be left out only where the cluster leaves no choice.
+Port 0 in this task's address picks a free port (other tasks cannot know it).
+
+Once it serves, it prints exactly one line on stdout, flushed:
+
+    nbcluster.server: serving /job:<job>/task:<index> at grpc://localhost:<port>
+
+(`nbcluster.server.parse_ready_line` reads it; the port is the real one).
+SIGTERM or SIGINT stops the gRPC server, frees the port and exits with 0; so
+does the parent's death with `--exit-with-parent` (launchers pass it, so a
+killed launcher leaves no orphan tasks).
+Exit status 2: bad arguments, one line on stderr ("nbcluster.server: error:
+..."); status 1: the server could not start (e.g. its port is in use).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from typing import NoReturn, Optional
+
+from google.protobuf import json_format
+
+from nbcluster import errors
+from nbcluster.proto import config_pb2
+from nbcluster.server import Server, make_server_def, ready_line
+
+PROG = "nbcluster.server"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not argparse's usage block
+        self.exit(2, f"{PROG}: error: {message}\n")
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog=f"python -m {PROG}", description="Runs one task of a cluster.")
+    parser.add_argument("--cluster", required=True,
+                        help="the cluster as a JSON object, or the path of a JSON file")
+    parser.add_argument("--job", default=None, help="this task's job name")
+    parser.add_argument("--task", type=int, default=None, help="this task's index in its job")
+    parser.add_argument("--config", default=None,
+                        help="a ConfigProto as JSON (protobuf's mapping), or a file path")
+    parser.add_argument("--protocol", default=None, help='"grpc" (the default and only one)')
+    parser.add_argument("--exit-with-parent", action="store_true",
+                        help="stop (status 0) once the process that started this one is gone")
+    return parser
+
+
+def _watch_parent(stop: threading.Event) -> None:
+    parent = os.getppid()
+
+    def watch() -> None:
+        while not stop.wait(0.5):
+            if os.getppid() != parent:  # re-parented: whoever started us is gone
+                stop.set()
+    threading.Thread(target=watch, name="nbcluster-parent-watch", daemon=True).start()
+
+
+def _text(option: str, value: str) -> str:
+    """`value` itself when it looks like JSON, else the contents of that file."""
+    if value.lstrip().startswith(("{", "[")):
+        return value
+    if not os.path.isfile(value):
+        raise ValueError(f"{option}: {value!r} is neither a JSON object nor a readable file")
+    with open(value, encoding="utf-8") as f:
+        return f.read()
+
+
+def load_cluster(value: str) -> dict:
+    """The cluster dict from `--cluster` (JSON text or a file path)."""
+    text = _text("--cluster", value)
+    try:
+        cluster = json.loads(text)
+    except json.JSONDecodeError as e:
+        where = "" if text is value else f" in {value!r}"
+        raise ValueError(f"--cluster: malformed cluster JSON{where}: {e.msg} at line "
+                         f"{e.lineno} column {e.colno}") from None
+    if not isinstance(cluster, dict):
+        raise ValueError(f"--cluster: the cluster must be a JSON object mapping job names to "
+                         f"addresses, not {type(cluster).__name__}")
+    return cluster
+
+
+def load_config(value: Optional[str]) -> Optional[config_pb2.ConfigProto]:
+    if value is None:
+        return None
+    try:
+        return json_format.Parse(_text("--config", value), config_pb2.ConfigProto())
+    except json_format.ParseError as e:
+        message = " ".join(str(e).split())  # protobuf's message spans lines
+        raise ValueError(f"--config: malformed ConfigProto JSON: {message}") from None
+
+
+def main(argv: Optional[list] = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        server_def = make_server_def(load_cluster(args.cluster), args.job, args.task,
+                                     args.protocol, load_config(args.config))
+    except (ValueError, TypeError) as e:
+        parser.error(str(e))
+    except errors.OpError as e:
+        parser.error(e.message)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if args.exit_with_parent:
+        _watch_parent(stop)
+    try:
+        server = Server(server_def)
+    except errors.InvalidArgumentError as e:  # e.g. this task's address has no valid port
+        parser.error(e.message)
+    except errors.OpError as e:
+        print(f"{PROG}: error: {e.message}", file=sys.stderr, flush=True)
+        return 1
+    try:
+        print(ready_line(server_def.job_name, server_def.task_index, server.target), flush=True)
+        while not stop.wait(1.0):
+            pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
