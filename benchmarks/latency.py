@@ -17,13 +17,12 @@ Run from the repository root: python -m benchmarks.latency
 """
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
 import nbcluster as tf
 from benchmarks._common import (RAW_ECHO_SCRIPT, client_hugetlb, emit, median, percentile,
-                                subprocess_server)
+                                subprocess_server, timed)
 
 TF_US = 654
 WARMUP = 200
@@ -42,19 +41,7 @@ def _graph():
 
 def _measure(target: str, graph, fn_factory) -> list:
     with graph.as_default(), tf.Session(target) as sess:
-        fn = fn_factory(sess)
-        for _ in range(WARMUP):
-            fn()
-        times = []
-        deadline = time.perf_counter() + TIME_CAP_S
-        for _ in range(ITERS):
-            t0 = time.perf_counter()
-            fn()
-            t1 = time.perf_counter()
-            times.append(t1 - t0)
-            if t1 > deadline:
-                break
-    return times
+        return timed(fn_factory(sess), ITERS, TIME_CAP_S, warmup=WARMUP)
 
 
 def _cases(target: str, where: str, extra: dict) -> None:
@@ -89,17 +76,7 @@ def _raw_unary(extra: dict) -> None:
             call = chan.unary_unary("/bench.Echo/Echo")
             payload = b"0123456789abcdef"
             assert call(payload, timeout=10) == payload
-            for _ in range(WARMUP):
-                call(payload, timeout=10)
-            times = []
-            deadline = time.perf_counter() + TIME_CAP_S
-            for _ in range(ITERS):
-                t0 = time.perf_counter()
-                call(payload, timeout=10)
-                t1 = time.perf_counter()
-                times.append(t1 - t0)
-                if t1 > deadline:
-                    break
+            times = timed(lambda: call(payload, timeout=10), ITERS, TIME_CAP_S, warmup=WARMUP)
         finally:
             channels.forget(address)
     med = median(times) * 1e6

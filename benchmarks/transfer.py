@@ -21,12 +21,11 @@ Run from the repository root: python -m benchmarks.transfer
 """
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
 import nbcluster as tf
-from benchmarks._common import client_hugetlb, emit, median, subprocess_server
+from benchmarks._common import client_hugetlb, emit, median, subprocess_server, timed
 
 NBYTES = 64 * 2**20
 N = NBYTES // 4
@@ -39,16 +38,7 @@ def _timed(fn, check=None) -> list:
     check_val = fn()  # warm-up (also registers the graph)
     if check is not None:
         check(check_val)
-    times = []
-    deadline = time.perf_counter() + TIME_CAP_S
-    for _ in range(REPEATS):
-        t0 = time.perf_counter()
-        fn()
-        t1 = time.perf_counter()
-        times.append(t1 - t0)
-        if t1 > deadline:
-            break
-    return times
+    return timed(fn, REPEATS, TIME_CAP_S, warmup=0)
 
 
 def main() -> None:

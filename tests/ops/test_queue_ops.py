@@ -7,20 +7,7 @@ import pytest
 
 import nbcluster as tf
 
-pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default() as graph:
-        yield graph
-
-
-@pytest.fixture(scope="module")
-def server():
-    server = tf.train.Server.create_local_server()
-    yield server
-    server.stop()
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("fresh_graph")]
 
 
 def _in_thread(fn):

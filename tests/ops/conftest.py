@@ -1,0 +1,19 @@
+"""Fixtures for the op tests that run graphs on a server."""
+import pytest
+
+import nbcluster as tf
+
+
+@pytest.fixture
+def fresh_graph():
+    """A new default graph for the test (the state and queue tests use it)."""
+    with tf.Graph().as_default() as graph:
+        yield graph
+
+
+@pytest.fixture(scope="module")
+def server():
+    """One in-process server per module: state on it outlives a session."""
+    server = tf.train.Server.create_local_server()
+    yield server
+    server.stop()
