@@ -12,7 +12,7 @@ import random
 import sys
 import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -298,36 +298,84 @@ class Master:
                 del session.plans[signature]
 
     def _run_parts(self, plan: _Plan, step_id: int, feeds: dict, timeout, trace, graphs):
+        def args(part: _Part) -> tuple:
+            return (part.handle.session, part.handle.graph, step_id,
+                    {f: feeds[f] for f in part.feeds}, part.fetches, timeout, trace, graphs)
+
         def run(part: _Part):
-            mine = {f: feeds[f] for f in part.feeds}
-            return part.client.run_graph(part.handle.session, part.handle.graph, step_id,
-                                         mine, part.fetches, timeout, trace, graphs)
+            return part.client.run_graph(*args(part))
         if len(plan.parts) == 1:
             return [run(plan.parts[0])]
-        # Wait on all partitions at once: the first error (from any of them, in
-        # any order) cancels the others, which may be blocked on its tensors.
-        futures = {_POOL.submit(run, p): i for i, p in enumerate(plan.parts)}
+        # Remote partitions first, each as a non-blocking RPC that leaves from
+        # this thread at once (a thread per RPC costs a wake-up each, and a
+        # producer started late stalls every partition waiting on it). An
+        # in-process partition runs here; several: all but one on the pool.
+        futures: dict = {}
+        started: set = set()
+        local = []
+        for i, part in enumerate(plan.parts):
+            start = getattr(part.client, "start_run_graph", None)
+            if start is None:
+                local.append(i)
+                continue
+            try:
+                future = start(*args(part))
+            except errors.OpError as e:
+                future = Future()
+                future.set_exception(e)
+            futures[future] = i
+            started.add(future)
+        for i in local[:-1]:
+            futures[_POOL.submit(run, plan.parts[i])] = i
+        # The first error (from any partition, in any order) cancels the
+        # others, which may be blocked on its tensors.
+        cancel_lock = threading.Lock()
+        cancelled = [False]
+
+        def cancel_all() -> bool:
+            with cancel_lock:
+                if cancelled[0]:
+                    return False
+                cancelled[0] = True
+            for other in plan.parts:
+                _quietly(other.client, "cleanup_graph", step_id)
+            return True
+
+        if local:
+            def on_done(future) -> None:
+                if future.exception() is not None and not cancelled[0]:
+                    _POOL.submit(cancel_all)  # not on gRPC's callback thread
+            for future in list(futures):
+                future.add_done_callback(on_done)
+            inline: Future = Future()
+            try:
+                inline.set_result(run(plan.parts[local[-1]]))
+            except errors.OpError as e:
+                inline.set_exception(e)
+            futures[inline] = local[-1]
         deadline = None if timeout is None else time.monotonic() + timeout
         results: list = [None] * len(plan.parts)
-        pending, first, cancelled = set(futures), None, False
+        pending, first = set(futures), None
         while pending:
             wait_s = None if deadline is None else max(0.0, deadline - time.monotonic()) + 5
             done, pending = wait(pending, timeout=wait_s, return_when=FIRST_EXCEPTION)
             if not done:
                 first = first or errors.DeadlineExceededError(None, None,
                                                               "Timed out running the step")
-                if cancelled:
+                if cancelled[0]:
                     break  # a partition ignores cancellation; do not hang the client
             for future in done:
+                i = futures[future]
                 try:
-                    results[futures[future]] = future.result()
+                    result = future.result()
+                    if future in started:
+                        result = plan.parts[i].client.finish_run_graph(result)
+                    results[i] = result
                 except errors.OpError as e:
                     if first is None or isinstance(first, errors.CancelledError):
                         first = e
-            if first is not None and not cancelled:
-                cancelled = True
-                for other in plan.parts:
-                    _quietly(other.client, "cleanup_graph", step_id)
+            if first is not None:
+                cancel_all()
         if first is not None:
             raise first
         return results  # workers end a step that went well by themselves
@@ -386,18 +434,12 @@ class Master:
 
     def _register(self, session: MasterSession, pieces: dict, fetches: tuple) -> _Plan:
         cluster = session.cluster
-        for task in pieces:
-            boot = cluster.boot_name(task)
-            if boot is not None:
-                raise errors.UnimplementedError(
-                    None, None, f"The session's cluster names a task {task_name(task)}, but "
-                                f"the server there was started as {boot}; running a graph "
-                                f"on a renamed task is not supported yet")
         parts, where = [], {}
         for task, part_nodes in pieces.items():
             client = cluster.client(task)
             if task not in session.workers:
-                client.create_worker_session(session.handle, session.isolate)
+                client.create_worker_session(session.handle, session.isolate,
+                                             _server_def_for(session, task))
                 with session.lock:
                     session.workers.add(task)
             threads = session.config.inter_op_parallelism_threads
@@ -411,6 +453,18 @@ class Master:
             parts.append(_Part(task, client, _Handle(session.handle, handle), part_feeds,
                                part_fetches))
         return _Plan(parts, [where.get(f) for f in fetches])
+
+
+def _server_def_for(session: MasterSession, task: tuple):
+    """TF's CreateWorkerSession under ClusterSpec propagation: the session's
+    cluster, with job_name/task_index naming the worker it is sent to (which
+    may have booted under another name: it renames its devices for us)."""
+    if session.server_def is None:
+        return None
+    server_def = config_pb2.ServerDef()
+    server_def.CopyFrom(session.server_def)
+    server_def.job_name, server_def.task_index = task
+    return server_def
 
 
 def _quietly(client, method: str, *args) -> None:

@@ -6,6 +6,7 @@ A Recv whose producer lives on another task asks that task's worker
 """
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from typing import Callable, Optional
@@ -31,6 +32,7 @@ def parse_key(key: str) -> tuple:
                                           f"Invalid rendezvous key: {key!r}") from None
 
 
+@functools.lru_cache(maxsize=4096)  # a cluster has few device names; steps ask often
 def task_of(device: str) -> tuple:
     spec = DeviceSpec.from_string(device)
     return spec.job, spec.task
@@ -39,11 +41,9 @@ def task_of(device: str) -> tuple:
 class StepRendezvous:
     """One step's tensors on one worker; a recv waits until the send lands."""
 
-    def __init__(self, step_id: int, remote_recv: Optional[Callable] = None,
-                 local_task: tuple = ("", 0)) -> None:
+    def __init__(self, step_id: int, remote_recv: Optional[Callable] = None) -> None:
         self.step_id = step_id
         self._remote_recv = remote_recv
-        self._local_task = local_task
         self._cond = threading.Condition()
         self._values: dict[str, object] = {}
         self.error: Optional[errors.OpError] = None
@@ -54,9 +54,14 @@ class StepRendezvous:
             self._cond.notify_all()
 
     def recv(self, key: str, ctx):
-        """The value for `key`, from here or from the producing task's worker."""
-        src = key.split(";", 1)[0]
-        if self._remote_recv is not None and task_of(src) != self._local_task:
+        """The value for `key`, from here or from the producing task's worker.
+
+        The key alone says which: its source and destination tasks differ.
+        (Both carry the step's session's names, which under ClusterSpec
+        propagation need not be the worker's own.)
+        """
+        src, _, dst, _ = key.split(";", 3)
+        if self._remote_recv is not None and task_of(src) != task_of(dst):
             return self._remote_recv(self.step_id, key, ctx)
         return self.recv_local(key, ctx)
 

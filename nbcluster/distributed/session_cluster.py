@@ -156,7 +156,6 @@ class SessionCluster:
         self.timeout = timeout
         self._key_of = key_of or (lambda task: task)
         self._describe = describe or task_name
-        self._boot_names: dict = {}  # task -> the worker's own name, when it differs
 
     def tasks(self) -> list:
         """The master's task first, then every task some filter could match."""
@@ -177,8 +176,7 @@ class SessionCluster:
         out = []
         for attrs in found:
             spec = DeviceSpec.from_string(attrs.name)
-            if (spec.job, spec.task) != task:
-                self._boot_names[task] = task_name((spec.job, spec.task))
+            if (spec.job, spec.task) != task:  # the worker renames them too, for this session
                 attrs = _renamed(attrs, spec.replace(job=task[0], replica=0, task=task[1]))
             if task == self.local_task or not self.filters or \
                     any(intersects(spec.replace(job=task[0], task=task[1]), f)
@@ -186,13 +184,8 @@ class SessionCluster:
                 out.append(attrs)
         return out
 
-    def boot_name(self, task: tuple) -> Optional[str]:
-        """The worker's own name for `task` when it differs from this cluster's."""
-        return self._boot_names.get(task)
-
     def forget(self, task: tuple) -> None:
         self.directory.forget(self._key_of(task))
-        self._boot_names.pop(task, None)
 
 
 def _renamed(attrs, spec: DeviceSpec):

@@ -20,7 +20,9 @@ class WorkerClient(Protocol):
 
     def get_status(self, timeout: Optional[float] = None): ...
 
-    def create_worker_session(self, session_handle: str, isolate: bool) -> None: ...
+    def create_worker_session(self, session_handle: str, isolate: bool,
+                              server_def=None) -> None:
+        """`server_def`: the session's own cluster, naming this worker in it."""
 
     def delete_worker_session(self, session_handle: str) -> None: ...
 

@@ -3,10 +3,15 @@
 It owns the task's devices and resources, splits each registered graph by
 device, plans each piece once, and per step runs the pieces concurrently
 with one rendezvous. Peers fetch tensors from it with `recv_tensor`.
+Each master session sees it through a `WorkerSession` (its name for this
+task, renamed devices, resources, peers); a step learns its session from
+its first RunGraph here, and a RecvTensor needs none: a key's incarnation
+says the tensor is this worker's, whatever name the session gave it.
 """
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import os
 import socket
@@ -21,6 +26,7 @@ from nbcluster.distributed.partition import partition
 from nbcluster.distributed.rendezvous import StepRendezvous, parse_key, task_of
 from nbcluster.distributed.step_stats import build_step_stats
 from nbcluster.distributed.transport import RunGraphResult
+from nbcluster.distributed.worker_session import WorkerSession, propagated_session
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.kernels import load_all
 from nbcluster.proto import worker_pb2
@@ -34,10 +40,10 @@ _POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nbcluster-partiti
 
 
 class _Graph:
-    def __init__(self, executors: list, resources: ResourceMgr, remote_sends: int,
+    def __init__(self, executors: list, session: WorkerSession, remote_sends: int,
                  nodes: dict) -> None:
         self.executors = executors
-        self.resources = resources
+        self.session = session
         self.remote_sends = remote_sends  # tensors peers will fetch each step
         self.nodes = nodes  # device -> [Node], for partition_graphs
 
@@ -47,8 +53,9 @@ class _Step:
     run and peers have fetched every tensor sent to them, so a step that went
     well needs no CleanupGraph round trip."""
 
-    def __init__(self, rendezvous: StepRendezvous) -> None:
-        self.rendezvous = rendezvous
+    def __init__(self, step_id: int, remote_recv: Callable) -> None:
+        self.rendezvous = StepRendezvous(step_id, functools.partial(remote_recv, self))
+        self.session: Optional[WorkerSession] = None  # set by its first RunGraph here
         self.cancellations: list[CancellationManager] = []
         self.running = 0
         self.unfetched = 0
@@ -59,17 +66,28 @@ class _Step:
 
 
 class Worker:
-    """The worker of task /job:`job`/task:`task`."""
+    """The worker of task /job:`job`/task:`task`.
+
+    Args:
+      devices: the task's runtime Devices, named for it.
+      peers: (job, task) -> WorkerClient of the server's cluster, for recvs.
+      connect: address -> WorkerClient, for sessions that bring their own
+        cluster (the server passes the gRPC one).
+    """
 
     def __init__(self, job: str, task: int, devices: list,
-                 peers: Optional[Callable] = None) -> None:
+                 peers: Optional[Callable] = None, connect: Optional[Callable] = None) -> None:
         self.job, self.task = job, task
         self.devices = {d.name: d for d in devices}
         self.incarnation = devices[0].incarnation
         self.resources = ResourceMgr()
-        self._peers = peers  # (job, task) -> WorkerClient, for remote recvs
+        self._connect = connect
+        self._clients: dict = {}  # address -> client, for propagated sessions
         self._lock = threading.Lock()
-        self._sessions: dict[str, ResourceMgr] = {}
+        # Sessions on the server's own cluster that keep no state of their own
+        # (and RPCs with no session) use this one.
+        self._default = WorkerSession((job, task), self.devices, self.resources, False, peers)
+        self._sessions: dict[str, WorkerSession] = {}
         self._graphs: dict[tuple, _Graph] = {}
         self._steps: dict[int, _Step] = {}
         # Steps ended before their RunGraph arrived (the master cancels every
@@ -96,36 +114,69 @@ class Worker:
         return response
 
     # -- sessions and graphs -------------------------------------------------
-    def create_worker_session(self, session_handle: str, isolate: bool) -> None:
-        if isolate:
-            with self._lock:
-                self._sessions.setdefault(session_handle, ResourceMgr())
+    def create_worker_session(self, session_handle: str, isolate: bool,
+                              server_def=None) -> None:
+        """Creates the session's view of this worker (again: a no-op).
+
+        Args:
+          isolate: the session's resources are private to it.
+          server_def: the session's own cluster and this worker's name in it
+            (TF's ClusterSpec propagation); None for the server's cluster.
+        Raises:
+          InvalidArgumentError: `server_def` names no task of its cluster.
+        """
+        if server_def is not None:
+            session = propagated_session(server_def, self.devices, self.resources, isolate,
+                                         self._client_at if self._connect else None)
+        elif isolate:
+            session = WorkerSession((self.job, self.task), self.devices, ResourceMgr(), True,
+                                    self._default.peer)
+        else:
+            return
+        with self._lock:
+            self._sessions.setdefault(session_handle, session)
 
     def delete_worker_session(self, session_handle: str) -> None:
         with self._lock:
-            mgr = self._sessions.pop(session_handle, None)
+            session = self._sessions.pop(session_handle, None)
             for key in [k for k in self._graphs if k[0] == session_handle]:
                 del self._graphs[key]
-        if mgr is not None:
-            mgr.clear()
+        if session is not None and session.owns_resources:
+            session.resources.clear()
+
+    def _client_at(self, address: str):
+        with self._lock:
+            client = self._clients.get(address)
+            if client is None:
+                client = self._clients[address] = self._connect(address)
+            return client
 
     def register_graph(self, session_handle: str, nodes: list, parallelism: int = 0) -> str:
+        with self._lock:
+            session = self._sessions.get(session_handle, self._default)
         for node in nodes:
-            if node.device not in self.devices:
+            if node.device not in session.devices:
                 raise errors.InvalidArgumentError(
                     None, None, f"Node '{node.name}' is assigned to device '{node.device}', "
-                                f"which is not a device of /job:{self.job}/task:{self.task}",
-                    node_name=node.name)
+                                f"which is not a device of {_task_name(session.task)}"
+                                f"{self._boot_note(session)}", node_name=node.name)
         pieces = partition(nodes, key=lambda d: d, incarnation=lambda d: self.incarnation)
         threads = parallelism or os.cpu_count() or 1
-        executors = [Executor(part, self.devices[dev], threads) for dev, part in pieces.items()]
+        executors = [Executor(part, session.devices[dev], threads)
+                     for dev, part in pieces.items()]
         remote = sum(1 for n in nodes if n.op == "_Send" and not n.attrs.get("client_terminated")
-                     and task_of(n.attrs["recv_device"]) != (self.job, self.task))
+                     and task_of(n.attrs["recv_device"]) != session.task)
         with self._lock:
-            resources = self._sessions.get(session_handle, self.resources)
             handle = f"{self.job}:{self.task}:g{next(self._handles)}"
-            self._graphs[(session_handle, handle)] = _Graph(executors, resources, remote, pieces)
+            self._graphs[(session_handle, handle)] = _Graph(executors, session, remote, pieces)
         return handle
+
+    def _boot_note(self, session: WorkerSession) -> str:
+        if session.task != (self.job, self.task):
+            return f" (this worker, /job:{self.job}/task:{self.task}, under the session's name)"
+        if session is self._default:
+            return " (a session that renames this task is unknown here: restarted?)"
+        return ""
 
     def deregister_graph(self, session_handle: str, graph_handle: str) -> None:
         with self._lock:
@@ -136,8 +187,7 @@ class Worker:
         with self._lock:
             step = self._steps.get(step_id)
             if step is None:
-                step = self._steps[step_id] = _Step(StepRendezvous(
-                    step_id, self._remote_recv if self._peers else None, (self.job, self.task)))
+                step = self._steps[step_id] = _Step(step_id, self._remote_recv)
                 if step_id in self._ended:
                     step.rendezvous.abort(self._ended[step_id])
             return step
@@ -153,13 +203,15 @@ class Worker:
         cancel = CancellationManager()
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
+            step.session = step.session or graph.session
             step.cancellations.append(cancel)
             step.running += 1
             step.unfetched += graph.remote_sends
             if step.rendezvous.error is not None:
                 cancel.cancel(step.rendezvous.error)
-        contexts = [StepContext(step_id, graph.resources, self.job, step.rendezvous, feeds,
-                                cancel, deadline, collect_stats) for _ in graph.executors]
+        contexts = [StepContext(step_id, graph.session.resources, self.job, step.rendezvous,
+                                feeds, cancel, deadline, collect_stats)
+                    for _ in graph.executors]
         try:
             stats = self._run_all(graph.executors, contexts)
         except errors.OpError as e:
@@ -228,7 +280,7 @@ class Worker:
     def cleanup_all(self, containers: Optional[list] = None) -> None:
         self.resources.clear(containers or None)
         with self._lock:
-            isolated = list(self._sessions.values())
+            isolated = [s.resources for s in self._sessions.values() if s.owns_resources]
         for mgr in isolated:
             mgr.clear(containers or None)
 
@@ -241,12 +293,14 @@ class Worker:
         process: its cancellation and deadline then end the wait.
         """
         src, incarnation, _, _, _ = parse_key(key)
-        if task_of(src) != (self.job, self.task):
-            raise errors.InvalidArgumentError(None, None, f"Tensor {key!r} is not produced "
-                                                          f"on /job:{self.job}/task:{self.task}")
+        # The incarnation first: a restarted task no longer knows the session
+        # that renamed it, and a stale step must read as Aborted.
         if incarnation != self.incarnation:
             raise errors.AbortedError(None, None, f"Task /job:{self.job}/task:{self.task} was "
                                                   f"restarted; the step's graph is stale")
+        if task_of(src) != (self.job, self.task) and task_of(src) not in self._names():
+            raise errors.InvalidArgumentError(None, None, f"Tensor {key!r} is not produced "
+                                                          f"on /job:{self.job}/task:{self.task}")
         deadline = None if timeout is None else time.monotonic() + timeout
         step = self._step(step_id)
         value = step.rendezvous.recv_local(key, waiter, deadline)
@@ -260,10 +314,25 @@ class Worker:
         if step.finished and self._steps.get(step_id) is step:
             del self._steps[step_id]
 
-    def _remote_recv(self, step_id: int, key: str, ctx):
+    def _names(self) -> set:
+        """The (job, task) names this worker's sessions give it."""
+        with self._lock:
+            return {s.task for s in self._sessions.values()}
+
+    def _remote_recv(self, step: _Step, step_id: int, key: str, ctx):
+        # Only a RunGraph of the step runs a Recv, so the step knows its session.
+        peer = (step.session or self._default).peer
         job, task = task_of(key.split(";", 1)[0])
+        client = peer(job, task) if peer is not None else None
+        if client is None:
+            raise errors.UnimplementedError(None, None, f"This worker cannot reach "
+                                                        f"/job:{job}/task:{task} for {key!r}")
         timeout = None if ctx.deadline is None else max(0.0, ctx.deadline - time.monotonic())
-        value = self._peers(job, task).recv_tensor(step_id, key, timeout, ctx)
+        value = client.recv_tensor(step_id, key, timeout, ctx)
         self.bytes_received += getattr(value, "nbytes", 0)
         return value
 
+
+
+def _task_name(task: tuple) -> str:
+    return f"/job:{task[0]}/task:{task[1]}"

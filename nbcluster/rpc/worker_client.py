@@ -1,6 +1,7 @@
 """A worker over gRPC, with the same methods as `Worker` (the WorkerClient seam)."""
 from __future__ import annotations
 
+from concurrent.futures import Future
 from typing import Optional
 
 import grpc
@@ -59,9 +60,13 @@ class GrpcWorkerClient:
         return self._call(self._status, worker_pb2.GetStatusRequest(),
                           timeout or _CONTROL_TIMEOUT)
 
-    def create_worker_session(self, session_handle: str, isolate: bool) -> None:
-        self._call(self._create, worker_pb2.CreateWorkerSessionRequest(
-            session_handle=session_handle, isolate_session_state=isolate), _CONTROL_TIMEOUT)
+    def create_worker_session(self, session_handle: str, isolate: bool,
+                              server_def=None) -> None:
+        req = worker_pb2.CreateWorkerSessionRequest(session_handle=session_handle,
+                                                    isolate_session_state=isolate)
+        if server_def is not None:
+            req.server_def.CopyFrom(server_def)
+        self._call(self._create, req, _CONTROL_TIMEOUT)
 
     def delete_worker_session(self, session_handle: str) -> None:
         self._call(self._delete, worker_pb2.DeleteWorkerSessionRequest(
@@ -81,17 +86,47 @@ class GrpcWorkerClient:
     def run_graph(self, session_handle: str, graph_handle: str, step_id: int, feeds: dict,
                   fetches: list, timeout: Optional[float], collect_stats: bool,
                   partition_graphs: bool) -> RunGraphResult:
-        req = worker_pb2.RunGraphRequest(session_handle=session_handle, graph_handle=graph_handle,
-                                         step_id=step_id, recv_key=fetches,
-                                         create_worker_session_called=True)
-        req.exec_opts.record_timeline = collect_stats
-        req.exec_opts.record_partition_graphs = partition_graphs
-        response, tensors = self._call_tensors(self._run, req, list(feeds.items()),
-                                               timeout if timeout is not None else _STEP_TIMEOUT)
-        result = RunGraphResult(dict(tensors), None, list(response.partition_graph))
-        if response.HasField("step_stats"):
-            result.step_stats = response.step_stats
-        return result
+        req = _run_graph_request(session_handle, graph_handle, step_id, fetches,
+                                 collect_stats, partition_graphs)
+        return _run_graph_result(*self._call_tensors(
+            self._run, req, list(feeds.items()),
+            timeout if timeout is not None else _STEP_TIMEOUT))
+
+    def start_run_graph(self, session_handle: str, graph_handle: str, step_id: int,
+                        feeds: dict, fetches: list, timeout: Optional[float],
+                        collect_stats: bool, partition_graphs: bool) -> Future:
+        """`run_graph` without blocking: the RPC leaves from this thread now.
+
+        Returns a future that fails with an OpError, or resolves to a reply
+        for `finish_run_graph` (call it on the thread that wants the result).
+        """
+        req = _run_graph_request(session_handle, graph_handle, step_id, fetches,
+                                 collect_stats, partition_graphs)
+        out: Future = Future()
+        try:
+            raw = self._run.start(req, list(feeds.items()),
+                                  timeout if timeout is not None else _STEP_TIMEOUT)
+        except grpc.RpcError as e:
+            out.set_exception(from_rpc_error(e, f"worker {self.address}"))
+            return out
+
+        def done(raw: Future) -> None:
+            error = raw.exception()
+            if error is None:
+                out.set_result(raw.result())
+            elif isinstance(error, grpc.RpcError):
+                out.set_exception(from_rpc_error(error, f"worker {self.address}"))
+            else:
+                out.set_exception(error)
+        raw.add_done_callback(done)
+        return out
+
+    def finish_run_graph(self, reply) -> RunGraphResult:
+        """The RunGraphResult of a reply from `start_run_graph`'s future."""
+        try:
+            return _run_graph_result(*self._run.finish(reply))
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, f"worker {self.address}") from None
 
     def cleanup_graph(self, step_id: int) -> None:
         self._call(self._cleanup, worker_pb2.CleanupGraphRequest(step_id=step_id),
@@ -109,3 +144,20 @@ class GrpcWorkerClient:
             raise errors.DataLossError(None, None, f"RecvTensor from worker {self.address} "
                                                    f"returned {len(tensors)} tensors")
         return tensors[0][1]
+
+
+def _run_graph_request(session_handle: str, graph_handle: str, step_id: int, fetches: list,
+                       collect_stats: bool, partition_graphs: bool):
+    req = worker_pb2.RunGraphRequest(session_handle=session_handle, graph_handle=graph_handle,
+                                     step_id=step_id, recv_key=fetches,
+                                     create_worker_session_called=True)
+    req.exec_opts.record_timeline = collect_stats
+    req.exec_opts.record_partition_graphs = partition_graphs
+    return req
+
+
+def _run_graph_result(response, tensors: list) -> RunGraphResult:
+    result = RunGraphResult(dict(tensors), None, list(response.partition_graph))
+    if response.HasField("step_stats"):
+        result.step_stats = response.step_stats
+    return result

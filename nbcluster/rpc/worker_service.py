@@ -21,7 +21,9 @@ def worker_handler(worker) -> grpc.GenericRpcHandler:
         return worker.get_status()
 
     def create_worker_session(req, context):
-        worker.create_worker_session(req.session_handle, req.isolate_session_state)
+        # TF sends a ServerDef only under ClusterSpec propagation; no jobs: none.
+        server_def = req.server_def if req.server_def.cluster.job else None
+        worker.create_worker_session(req.session_handle, req.isolate_session_state, server_def)
         return worker_pb2.CreateWorkerSessionResponse()
 
     def delete_worker_session(req, context):

@@ -137,7 +137,8 @@ class Server:
         devices = local_devices(job, task, dict(config.device_count),
                                 config.gpu_options.visible_device_list)
         self._cache = ServerWorkerCache(spec, (job, task))
-        self._worker = Worker(job, task, devices, peers=self._cache.get)
+        self._worker = Worker(job, task, devices, peers=self._cache.get,
+                              connect=GrpcWorkerClient)
         self._cache.set_local(self._worker)
         self._master = Master((job, task), self._cache, config, connect=GrpcWorkerClient)
         self._grpc, bound = bind_server(host, port, self._master, self._worker)

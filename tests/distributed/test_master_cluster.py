@@ -43,7 +43,8 @@ class Network:
 
     def start(self, address: str, job: str, task: int, cpus: int = 1) -> Worker:
         devices = local_devices(job, task, {"CPU": cpus})
-        worker = self.workers[address] = Worker(job, task, devices, peers=self.peer)
+        worker = self.workers[address] = Worker(job, task, devices, peers=self.peer,
+                                                connect=self.connect)
         self.names[(job, task)] = address
         return worker
 
@@ -203,7 +204,7 @@ def test_propagated_sessions_have_isolated_state_unless_shared():
     assert float(master.run_step(b, {}, ["v:0"], [])[0][0]) == 7.0
 
 
-def test_a_renamed_task_is_refused_clearly():
+def test_a_renamed_task_runs_under_the_sessions_name():
     # The server at localhost:5001 booted as /job:other/task:0.
     net = Network()
     net.start("localhost:5000", "worker", 0)
@@ -216,8 +217,9 @@ def test_a_renamed_task_is_refused_clearly():
     handle = _create(master, g, _cluster_config(TWO), "grpc://localhost:5000")
     names = sorted(d.name for d in master.list_devices(handle))
     assert names[1] == "/job:worker/replica:0/task:1/device:CPU:0"  # renamed, as TF shows
-    with pytest.raises(errors.UnimplementedError, match="/job:other"):
-        master.run_step(handle, {}, ["c:0"], [])
+    values, metadata = master.run_step(handle, {}, ["c:0"], [], FULL_TRACE)
+    assert float(values[0]) == 1.0
+    assert _devices_of(metadata)["c"] == "/job:worker/replica:0/task:1/device:CPU:0"
 
 
 # -- 2. device filters ---------------------------------------------------------------
