@@ -22,12 +22,12 @@ from nbcluster.ops.array import (concat, expand_dims, fill, identity, ones, ones
                                  placeholder, placeholder_with_default, rank, reshape, shape,
                                  size, squeeze, stack, transpose, zeros, zeros_like)
 from nbcluster.ops.control import group, no_op, tuple  # noqa: A004
-from nbcluster.ops.math import (abs, add, argmax, argmin, cast, divide, equal, exp, greater,  # noqa: A004
+from nbcluster.ops.math import (abs, add, cast, divide, equal, exp, greater,  # noqa: A004
                                 greater_equal, less, less_equal, log, matmul, maximum,
-                                minimum, multiply, negative, not_equal, pow, range,
-                                reduce_max,
-                                reduce_mean, reduce_min, reduce_sum, sqrt, square, subtract,
-                                tanh)
+                                minimum, multiply, negative, not_equal, pow, sqrt, square,
+                                subtract, tanh)
+from nbcluster.ops.reduction import (argmax, argmin, range, reduce_max,  # noqa: A004
+                                     reduce_mean, reduce_min, reduce_sum)
 from nbcluster.ops.queue import FIFOQueue
 from nbcluster.ops.random import (random_normal, random_uniform, set_random_seed,
                                   truncated_normal)

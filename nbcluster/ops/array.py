@@ -199,12 +199,13 @@ def transpose(a, perm=None, name: str = "transpose", conjugate: bool = False) ->
 
 
 def _reversed_range(graph, x: Tensor) -> Tensor:
-    # Unknown rank: perm = (rank - 1) - range(rank), as TF builds it. math
+    # Unknown rank: perm = (rank - 1) - range(rank), as TF builds it. reduction
     # imports this module, so it is imported here, at call time.
     from nbcluster.ops import math as math_ops
+    from nbcluster.ops import reduction
 
     r = rank(x)
-    return math_ops.subtract(math_ops.subtract(r, 1), math_ops.range(0, r, 1))
+    return math_ops.subtract(math_ops.subtract(r, 1), reduction.range(0, r, 1))
 
 
 def expand_dims(input, axis=None, name: Optional[str] = None, dim=None) -> Tensor:  # noqa: A002

@@ -1,4 +1,6 @@
-"""Math op constructors (tf.add, tf.matmul, tf.reduce_sum, ...) and their shape functions.
+"""Math op constructors (tf.add, tf.matmul, tf.cast, ...) and their shape functions.
+
+Reductions, arg-reductions and tf.range are in `ops/reduction.py`.
 
 Rule: dtypes and shapes are checked here, when the graph is built, with TF's
 error classes (TypeError for dtypes, ValueError for shapes); kernels trust them.
@@ -6,19 +8,15 @@ A Python value combined with a Tensor takes the Tensor's dtype (`x * 2.0`).
 """
 from __future__ import annotations
 
-import builtins
 from typing import Optional
 
-import numpy as np
-
 from nbcluster.framework import dtypes
-from nbcluster.framework.constant import constant, convert_to_tensor, to_numpy
+from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import graph_of
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor, as_tensor_or_op, register_operator
-from nbcluster.framework.tensor_shape import TensorShape, broadcast, list_str, unknown_shape
-from nbcluster.ops.array import index_tensor
-from nbcluster.ops.shape_inference import constant_value, shape_error
+from nbcluster.framework.tensor_shape import TensorShape, broadcast, unknown_shape
+from nbcluster.ops.shape_inference import INDEX_TYPES, shape_error
 
 # -- dtype sets (TF's OpDef type constraints) ---------------------------------
 FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
@@ -29,7 +27,7 @@ REAL = FLOATS + INTS
 NUMERIC = REAL + COMPLEX
 FLOAT_COMPLEX = FLOATS + COMPLEX
 ANY = NUMERIC + (dtypes.bool, dtypes.string)
-INDEX = (dtypes.int32, dtypes.int64)
+INDEX = INDEX_TYPES
 RANGE = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64)
 
 
@@ -284,72 +282,6 @@ def cast(x, dtype, name=None) -> Tensor:
         return graph.create_op("Cast", [x], attrs, name=scope).outputs[0]
 
 
-# -- range ------------------------------------------------------------------------
-def range_error(start, limit, delta) -> Optional[str]:
-    """TF's complaint about a (start, limit, delta), or None if they make a range."""
-    if delta == 0:
-        return "Requires delta != 0"
-    if delta > 0 and start > limit:
-        return f"Requires start <= limit when delta > 0: {start}/{limit}"
-    if delta < 0 and start < limit:
-        return f"Requires start >= limit when delta < 0: {start}/{limit}"
-    return None
-
-
-@register_op("Range")
-def _range_shape(op):
-    dtype = op.get_attr("Tidx")
-    check_dtype(dtype, RANGE, "Tidx")
-    for t in op.inputs:
-        if t.dtype != dtype:
-            raise TypeError(f"Range '{op.name}': input {t.name} is {t.dtype.name}, not "
-                            f"{dtype.name}")
-        if t.shape.rank not in (None, 0):
-            raise shape_error(op, f"Shape must be rank 0 but is rank {t.shape.rank}")
-    values = [constant_value(t) for t in op.inputs]
-    if any(v is None for v in values):
-        return [(dtype, TensorShape([None]))]
-    start, limit, delta = (v.item() for v in values)
-    message = range_error(start, limit, delta)
-    if message:
-        raise shape_error(op, message)
-    if isinstance(start + limit + delta, int):
-        size = (builtins.abs(limit - start) + builtins.abs(delta) - 1) // builtins.abs(delta)
-    else:
-        size = int(np.ceil((limit - start) / delta))
-    return [(dtype, TensorShape([size]))]
-
-
-_RANGE_ORDER = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
-
-
-def range(start, limit=None, delta=1, dtype=None, name="range") -> Tensor:  # noqa: A001
-    """The 1-D tensor [start, start + delta, ...) up to `limit` (op Range).
-
-    `range(n)` counts from 0. Without `dtype`, the widest of the arguments'
-    dtypes (int32 < int64 < float32 < float64) is used, as in TF.
-
-    Example:
-      >>> range(1, 7, 2).shape
-      TensorShape([3])
-    """
-    if limit is None:
-        start, limit = 0, start
-    values = (start, limit, delta)
-    if dtype is None:  # TF: the widest argument dtype
-        kinds = [as_tensor_or_op(v).dtype if isinstance(as_tensor_or_op(v), Tensor)
-                 else dtypes.as_dtype(to_numpy(v).dtype) for v in values]
-        dtype = _RANGE_ORDER[max(_RANGE_ORDER.index(k) if k in _RANGE_ORDER else 0
-                                 for k in kinds)]
-    dtype = dtypes.as_dtype(dtype)
-    graph = graph_of(*values)
-    with graph.as_default(), graph.name_scope(name or "range") as scope:
-        args = [cast(to_tensor(v, dtype, n, graph), dtype)
-                for v, n in zip(values, ("start", "limit", "delta"))]
-        return graph.create_op("Range", args, {"Tidx": dtype},
-                               name=scope).outputs[0]
-
-
 # -- matmul -------------------------------------------------------------------------
 _MATMUL_TYPES = FLOATS + (dtypes.int32, dtypes.int64) + COMPLEX
 
@@ -429,151 +361,6 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
         return graph.create_op("MatMul", [a, b], {"T": a.dtype, "transpose_a": flip_a,
                                                   "transpose_b": flip_b},
                                name=scope).outputs[0]
-
-
-# -- reductions and arg-reductions ----------------------------------------------
-def _reduced_shape(op, shape: TensorShape, axis: Tensor, keep: bool) -> TensorShape:
-    value = constant_value(axis)
-    if value is None or shape.rank is None:
-        return unknown_shape(shape.rank if keep else None)
-    rank = shape.rank
-    axes = set()
-    for a in np.asarray(value).reshape(-1).tolist():
-        if not -rank <= a < rank:
-            raise ValueError(f"Invalid reduction dimension {a} for input with {rank} "
-                             f"dimensions. for '{op.name}' (op: '{op.type}') with input "
-                             f"shapes: {list_str(shape)}, {list_str(axis.shape)} and with "
-                             f"computed input tensors: input[1] = <{value}>.")
-        axes.add(a % rank)
-    if keep:
-        return TensorShape([1 if i in axes else d for i, d in enumerate(shape)])
-    return TensorShape([d for i, d in enumerate(shape) if i not in axes])
-
-
-def _reduction_shape(allowed: tuple):
-    def shape_fn(op):
-        x, axis = op.inputs
-        check_dtype(x.dtype, allowed, "input")
-        check_dtype(axis.dtype, INDEX, "reduction_indices")
-        return [(x.dtype, _reduced_shape(op, x.shape, axis, op.get_attr("keep_dims")))]
-    return shape_fn
-
-
-for _type, _allowed in {"Sum": NUMERIC, "Mean": NUMERIC, "Max": REAL, "Min": REAL}.items():
-    register_op(_type)(_reduction_shape(_allowed))
-
-
-def _deprecated_alias(new_name: str, new, old_name: str, old):
-    if new is not None and old is not None:
-        raise ValueError(f"Cannot specify both '{new_name}' and '{old_name}'")
-    return new if new is not None else old
-
-
-def _all_axes(x: Tensor) -> Tensor:
-    if x.shape.rank is not None:
-        return constant(np.arange(x.shape.rank, dtype=np.int32), name="Const")
-    from nbcluster.ops.array import rank  # unknown rank: reduce over range(rank(x))
-
-    return range(0, rank(x))
-
-
-def _reduce(op_type: str, x, axis, keepdims, name, reduction_indices, keep_dims) -> Tensor:
-    axis = _deprecated_alias("axis", axis, "reduction_indices", reduction_indices)
-    keep = bool(_deprecated_alias("keepdims", keepdims, "keep_dims", keep_dims))
-    graph = graph_of(x, axis)
-    with graph.as_default(), graph.name_scope(name or op_type) as scope:
-        x = convert_to_tensor(x, name="input", graph=graph)
-        axis = _all_axes(x) if axis is None else index_tensor(axis, "reduction_indices", graph)
-        attrs = {"T": x.dtype, "Tidx": axis.dtype, "keep_dims": keep}
-        return graph.create_op(op_type, [x, axis], attrs, name=scope).outputs[0]
-
-
-def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-               keep_dims=None) -> Tensor:
-    """Sums `input_tensor` over `axis` (op Sum).
-
-    Args:
-      input_tensor: a numeric Tensor.
-      axis: None (every axis), an int or a list of ints, negative counting from
-        the end, or an int32/int64 Tensor. `reduction_indices`: TF1's old name.
-      keepdims: keep reduced axes with length 1. `keep_dims`: TF1's old name.
-    Returns: the reduced Tensor, of the input's dtype.
-    Raises: ValueError for an axis outside [-rank, rank) or both spellings of
-      an argument; TypeError for a non-numeric input.
-
-    Example:
-      >>> reduce_sum(constant([[1, 2], [3, 4]]), axis=-1, keepdims=True).shape
-      TensorShape([2, 1])
-    """
-    return _reduce("Sum", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
-
-
-def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-                keep_dims=None) -> Tensor:
-    """The mean over `axis` (op Mean); integer means truncate, as TF's do. See reduce_sum."""
-    return _reduce("Mean", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
-
-
-def reduce_max(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-               keep_dims=None) -> Tensor:
-    """The maximum over `axis` (op Max); see reduce_sum."""
-    return _reduce("Max", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
-
-
-def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-               keep_dims=None) -> Tensor:
-    """The minimum over `axis` (op Min); see reduce_sum."""
-    return _reduce("Min", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
-
-
-def _arg_shape(op):
-    x, axis = op.inputs
-    check_dtype(x.dtype, NUMERIC, "input")
-    check_dtype(axis.dtype, INDEX, "dimension")
-    check_dtype(op.get_attr("output_type"), INDEX, "output_type")
-    value, rank = constant_value(axis), x.shape.rank
-    if rank is None:
-        return [(op.get_attr("output_type"), unknown_shape())]
-    if value is None:
-        return [(op.get_attr("output_type"), unknown_shape(max(rank - 1, 0)))]
-    a = int(np.asarray(value).reshape(-1)[0])
-    if not -rank <= a < rank:
-        raise shape_error(op, f"Expected dimension in the range [{-rank}, {rank}), but got {a}")
-    dims = x.shape.dims
-    del dims[a % rank]
-    return [(op.get_attr("output_type"), TensorShape(dims))]
-
-
-register_op("ArgMax")(_arg_shape)
-register_op("ArgMin")(_arg_shape)
-
-
-def _arg_reduce(op_type, x, axis, name, dimension, output_type) -> Tensor:
-    axis = _deprecated_alias("axis", axis, "dimension", dimension)
-    axis = 0 if axis is None else axis  # TF1's default
-    graph = graph_of(x, axis)
-    with graph.as_default(), graph.name_scope(name or op_type) as scope:
-        x = convert_to_tensor(x, name="input", graph=graph)
-        axis = to_tensor(axis, dtypes.int32, "dimension", graph)
-        attrs = {"T": x.dtype, "Tidx": axis.dtype, "output_type": dtypes.as_dtype(output_type)}
-        return graph.create_op(op_type, [x, axis], attrs, name=scope).outputs[0]
-
-
-def argmax(input, axis=None, name=None, dimension=None,  # noqa: A002 - TF's names
-           output_type=dtypes.int64) -> Tensor:
-    """The index of the largest value along `axis` (default 0), first on ties (op ArgMax).
-
-    Example:
-      >>> argmax(constant([[1, 9], [8, 2]]), axis=1).dtype
-      tf.int64
-    """
-    return _arg_reduce("ArgMax", input, axis, name, dimension, output_type)
-
-
-def argmin(input, axis=None, name=None, dimension=None,  # noqa: A002 - TF's names
-           output_type=dtypes.int64) -> Tensor:
-    """The index of the smallest value along `axis` (op ArgMin); see argmax."""
-    return _arg_reduce("ArgMin", input, axis, name, dimension, output_type)
 
 
 # -- Python operators on Tensors (TF1 names the ops "add", "mul", ...) ----------

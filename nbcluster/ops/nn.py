@@ -1,8 +1,8 @@
 """Neural-net op constructors (tf.nn.relu, sigmoid, softmax, softmax cross-entropy).
 
 Rule: as in `ops/math.py`, dtypes and shapes are checked when the graph is
-built. A softmax over an axis other than the last is composed of math ops
-(max, exp, sum, div), which TF instead gets by transposing.
+built. A softmax over an axis other than the last is composed of math and
+reduction ops (max, exp, sum, div), which TF instead gets by transposing.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from nbcluster.framework.op_registry import register_op, registered_ops
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import broadcast, unknown_shape
 from nbcluster.ops import math as math_ops
+from nbcluster.ops import reduction
 from nbcluster.ops.shape_inference import shape_error
 from nbcluster.ops.math import FLOAT_COMPLEX, FLOATS, REAL, apply_op, check_dtype, \
     check_same_dtype, to_tensor
@@ -118,15 +119,15 @@ def softmax(logits, axis=None, name=None, dim=None) -> Tensor:
         if _is_last_axis(axis, x):
             return graph.create_op("Softmax", [x], {"T": x.dtype}, name=scope).outputs[0]
         check_dtype(x.dtype, FLOATS, "logits")
-        e = math_ops.exp(x - math_ops.reduce_max(x, axis, keepdims=True))
-        return math_ops.realdiv(e, math_ops.reduce_sum(e, axis, keepdims=True), name=scope)
+        e = math_ops.exp(x - reduction.reduce_max(x, axis, keepdims=True))
+        return math_ops.realdiv(e, reduction.reduce_sum(e, axis, keepdims=True), name=scope)
 
 
 def _xent_along(labels: Tensor, logits: Tensor, axis, name: Optional[str]) -> Tensor:
     # sum(labels * (logsumexp(logits) - logits)) along a non-last axis, stably.
-    shifted = logits - math_ops.reduce_max(logits, axis, keepdims=True)
-    log_sum = math_ops.log(math_ops.reduce_sum(math_ops.exp(shifted), axis, keepdims=True))
-    return math_ops.reduce_sum(labels * (log_sum - shifted), axis, name=name)
+    shifted = logits - reduction.reduce_max(logits, axis, keepdims=True)
+    log_sum = math_ops.log(reduction.reduce_sum(math_ops.exp(shifted), axis, keepdims=True))
+    return reduction.reduce_sum(labels * (log_sum - shifted), axis, name=name)
 
 
 def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None,

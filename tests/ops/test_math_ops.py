@@ -1,5 +1,6 @@
 """Math ops: values against numpy through a real Session, static shapes and dtypes,
-build-time errors, and the Python operators on Tensors."""
+build-time errors, and the Python operators on Tensors. Reductions, argmax/argmin
+and range are in test_reduction_ops.py."""
 import warnings
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 import nbcluster as tf
 from nbcluster import errors
 from nbcluster.ops import math as m
+from nbcluster.ops import reduction as r
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -258,124 +260,6 @@ def test_batch_matmul_broadcasts_batch_dims():
     assert m.matmul(tf.placeholder(tf.float64), tf.constant(b)).shape.rank is None
 
 
-# -- reductions ---------------------------------------------------------------------------
-REDUCE = [(m.reduce_sum, np.sum), (m.reduce_mean, np.mean), (m.reduce_max, np.max),
-          (m.reduce_min, np.min)]
-AXES = [None, 0, 1, -1, [0, 2], (-1, 0), []]
-
-
-@pytest.mark.parametrize("fn,ref", REDUCE, ids=lambda f: getattr(f, "__name__", ""))
-@pytest.mark.parametrize("axis", AXES, ids=str)
-@pytest.mark.parametrize("keepdims", [False, True])
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int64])
-def test_reductions_match_numpy(fn, ref, axis, keepdims, dtype):
-    x = sample((2, 3, 4), dtype)
-    t = fn(tf.constant(x), axis=axis, keepdims=keepdims)
-    np_axis = tuple(axis) if isinstance(axis, list) else axis
-    expected = ref(x.astype(np.float64), axis=np_axis, keepdims=keepdims)
-    if ref is np.mean and np.dtype(dtype).kind == "i":
-        expected = np.trunc(expected)
-    assert t.dtype == tf.as_dtype(dtype) and t.shape.as_list() == list(np.shape(expected))
-    check(run(t), expected.astype(dtype), dtype)
-
-
-def test_reduction_op_and_attrs():
-    t = m.reduce_sum(tf.constant([[1, 2]]), 1, keep_dims=True)
-    assert t.op.type == "Sum" and t.op.name == "Sum" and t.op.get_attr("keep_dims") is True
-    assert t.op.get_attr("Tidx") == tf.int32 and t.op.inputs[1].dtype == tf.int32
-    assert m.reduce_mean(tf.constant([1.0]), reduction_indices=[0]).shape.as_list() == []
-    with pytest.raises(ValueError, match="Cannot specify both 'keepdims' and 'keep_dims'"):
-        m.reduce_sum(tf.constant([1]), keepdims=True, keep_dims=True)
-    with pytest.raises(ValueError, match="Cannot specify both 'axis' and 'reduction_indices'"):
-        m.reduce_sum(tf.constant([1]), axis=0, reduction_indices=0)
-
-
-def test_int_mean_truncates_and_int_sum_keeps_dtype():
-    assert run(m.reduce_mean(tf.constant([-1, -2]))) == -1  # C division, not floor
-    assert run(m.reduce_mean(tf.constant([1, 2]))) == 1
-    big = tf.constant(np.full(4, 2 ** 30, np.int32))
-    assert run(m.reduce_sum(big)).dtype == np.int32  # wraps, as TF's int32 sum does
-
-
-def test_reduce_max_of_empty_is_the_identity():
-    x = tf.constant(np.zeros((0, 2), np.float32))
-    assert run(m.reduce_max(x, 0)).tolist() == [-np.inf, -np.inf]
-    assert run(m.reduce_min(tf.constant(np.zeros((0,), np.int32)))) == np.iinfo(np.int32).max
-
-
-def test_reductions_with_unknown_dims():
-    x = tf.placeholder(tf.float32, [None, 3])
-    assert m.reduce_sum(x, 1).shape.as_list() == [None]
-    assert m.reduce_sum(x, 0, keepdims=True).shape.as_list() == [1, 3]
-    assert m.reduce_sum(x).shape.as_list() == []
-    axis = tf.placeholder(tf.int32)
-    assert m.reduce_sum(x, axis).shape.rank is None
-    assert m.reduce_sum(x, axis, keepdims=True).shape.as_list() == [None, None]
-    feed = {x: np.ones((2, 3), np.float32), axis: 1}
-    assert run(m.reduce_sum(x, axis), feed).tolist() == [3.0, 3.0]
-
-
-def test_reduce_all_of_unknown_rank_reduces_at_run_time():
-    x = tf.placeholder(tf.float32)
-    t = m.reduce_sum(x)
-    assert t.shape.rank is None
-    assert run(t, {x: np.ones((2, 3, 4), np.float32)}) == 24.0
-
-
-def test_bad_reduction_axis():
-    with pytest.raises(ValueError, match=r"Invalid reduction dimension 2 for input with 2 "
-                                         r"dimensions.*\[2,3\]"):
-        m.reduce_sum(tf.zeros([2, 3]), 2)
-    with pytest.raises(ValueError, match="Invalid reduction dimension -3"):
-        m.reduce_max(tf.zeros([2, 3]), [0, -3])
-    axis = tf.placeholder(tf.int32)
-    with pytest.raises(errors.InvalidArgumentError, match="Invalid reduction dimension"):
-        run(m.reduce_sum(tf.zeros([2, 3]), axis), {axis: 5})
-    with pytest.raises(TypeError):
-        m.reduce_sum(tf.constant([True]))
-
-
-# -- argmax / argmin ---------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64])
-@pytest.mark.parametrize("axis", [0, 1, -1])
-def test_argmax_argmin(dtype, axis):
-    x = sample((4, 5), dtype, -3, 3)  # small range: ties, where the first index wins
-    for fn, ref in ((m.argmax, np.argmax), (m.argmin, np.argmin)):
-        t = fn(tf.constant(x), axis)
-        assert t.dtype == tf.int64 and t.op.get_attr("output_type") == tf.int64
-        expected = ref(x, axis=axis)
-        assert t.shape.as_list() == list(expected.shape)
-        check(run(t), expected, np.int64)
-
-
-def test_argmax_defaults_and_errors():
-    x = tf.constant([[1, 9], [8, 2]])
-    assert run(m.argmax(x)).tolist() == [1, 0]  # TF1: axis defaults to 0
-    t = m.argmax(x, dimension=1, output_type=tf.int32)
-    assert t.dtype == tf.int32 and run(t).tolist() == [1, 0]
-    assert m.argmax(tf.placeholder(tf.float32, [None, 3]), 1).shape.as_list() == [None]
-    with pytest.raises(ValueError, match=r"Expected dimension in the range \[-2, 2\)"):
-        m.argmax(x, 2)
-    with pytest.raises(TypeError):
-        m.argmax(x, 0, output_type=tf.float32)
-
-
-# -- range -----------------------------------------------------------------------------------
-def test_range():
-    assert run(m.range(5)).tolist() == [0, 1, 2, 3, 4]
-    t = m.range(1, 2.0, 0.25)
-    assert t.dtype == tf.float32 and t.shape.as_list() == [4]
-    assert run(t).tolist() == [1.0, 1.25, 1.5, 1.75]
-    assert run(m.range(5, 0, -2, dtype=tf.int64)).tolist() == [5, 3, 1]
-    n = tf.placeholder(tf.int32, [])
-    assert m.range(n).shape.as_list() == [None]
-    assert run(m.range(n), {n: 3}).tolist() == [0, 1, 2]
-    with pytest.raises(ValueError, match="Requires delta != 0"):
-        m.range(0, 5, 0)
-    with pytest.raises(errors.InvalidArgumentError, match="Requires start <= limit"):
-        run(m.range(n, 2), {n: 4})
-
-
 # -- Python operators and op names --------------------------------------------------------
 def test_operators_match_numpy():
     a, b = sample((2, 3), np.float32, 1, 3), sample((3,), np.float32, 1, 3)
@@ -417,8 +301,8 @@ def test_kernels_leave_read_only_inputs_untouched():
     fetches = [x + y, x - y, x * y, x / y, -x, abs(x), x ** y, m.square(x), m.sqrt(x),
                m.exp(x), m.log(x), m.tanh(x), m.maximum(x, y), m.minimum(x, y),
                m.equal(x, y), x < y, m.cast(x, tf.int32), m.matmul(x, y, transpose_b=True),
-               m.reduce_sum(x), m.reduce_mean(x, 0), m.reduce_max(x, 1), m.reduce_min(x),
-               m.argmax(x, 1), m.argmin(x, 0)]
+               r.reduce_sum(x), r.reduce_mean(x, 0), r.reduce_max(x, 1), r.reduce_min(x),
+               r.argmax(x, 1), r.argmin(x, 0)]
     run(fetches, {x: a})
     np.testing.assert_array_equal(a, saved[0])
     np.testing.assert_array_equal(b, saved[1])

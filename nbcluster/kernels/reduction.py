@@ -1,0 +1,132 @@
+"""Reduction kernels on numpy (CPU) and cupy (GPU): Sum, Mean, Max, Min, ArgMax,
+ArgMin, and Range.
+
+Rule: as in `kernels/math.py`, a kernel never writes to its inputs, and every
+output has the dtype the op's shape function promised (attr T, output_type or Tidx).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from nbcluster import errors
+from nbcluster.kernels.math import DEVICES, quiet
+from nbcluster.kernels.registry import register_kernel
+
+
+# -- reductions -------------------------------------------------------------------
+def _axes(axis, ndim: int) -> tuple:
+    values = axis.tolist()
+    out = set()
+    for a in (values if isinstance(values, list) else [values]):
+        if not -ndim <= a < ndim:
+            raise errors.InvalidArgumentError(
+                None, None, f"Invalid reduction dimension ({a} for input with {ndim} "
+                            f"dimension(s)")
+        out.add(a % ndim)
+    return tuple(sorted(out))
+
+
+def _reduced_shape(shape: tuple, axes: tuple, keep: bool) -> tuple:
+    if keep:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _accumulator(dtype):
+    return np.float32 if dtype == np.float16 else dtype
+
+
+def _sum(xp, x, axes, keep):
+    return xp.sum(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype))
+
+
+def _mean(xp, x, axes, keep):
+    count = int(np.prod([x.shape[a] for a in axes]))
+    if x.dtype.kind in "iu":  # TF divides integers in C: truncating toward zero
+        total = xp.sum(x, axis=axes, keepdims=keep, dtype=x.dtype)
+        if count == 0:
+            return total
+        q = xp.abs(total) // count
+        return xp.where(total < 0, -q, q)
+    return xp.sum(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype)) / count
+
+
+def _extreme(name: str, float_identity: float, int_identity: str):
+    def reduce(xp, x, axes, keep):
+        if x.size == 0 and axes:  # TF: the reduction's identity (-inf for max, ...)
+            if x.dtype.kind == "f":
+                identity = float_identity
+            else:
+                identity = getattr(np.iinfo(x.dtype), int_identity)
+            return xp.full(_reduced_shape(x.shape, axes, keep), identity, dtype=x.dtype)
+        return getattr(xp, name)(x, axis=axes, keepdims=keep)
+    return reduce
+
+
+def _reduction(op_type: str, reduce) -> None:
+    @register_kernel(op_type, *DEVICES)
+    def factory(node, device):
+        xp = device.xp
+        keep = bool(node.attrs.get("keep_dims", False))
+        dtype = np.dtype(node.attrs["T"].as_numpy_dtype)
+
+        def compute(ctx, x, axis):
+            return (xp.asarray(reduce(xp, x, _axes(axis, x.ndim), keep), dtype=dtype),)
+
+        return quiet(xp, compute)
+
+
+_reduction("Sum", _sum)
+_reduction("Mean", _mean)
+_reduction("Max", _extreme("max", -np.inf, "min"))
+_reduction("Min", _extreme("min", np.inf, "max"))
+
+
+def _arg_reduction(op_type: str, fn_name: str) -> None:
+    @register_kernel(op_type, *DEVICES)
+    def factory(node, device):
+        xp = device.xp
+        fn = getattr(xp, fn_name)
+        out = np.dtype(node.attrs["output_type"].as_numpy_dtype)
+
+        def compute(ctx, x, axis):
+            a = int(np.asarray(axis.tolist()).reshape(-1)[0])
+            if not -x.ndim <= a < x.ndim:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Expected dimension in the range [{-x.ndim}, {x.ndim}), "
+                                f"but got {a}")
+            if x.shape[a] == 0:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Reduction axis {a} is empty in shape {list(x.shape)}")
+            return (xp.asarray(fn(x, axis=a), dtype=out),)
+
+        return compute
+
+
+_arg_reduction("ArgMax", "argmax")
+_arg_reduction("ArgMin", "argmin")
+
+
+def _range_error(start, limit, delta):
+    if delta == 0:
+        return "Requires delta != 0"
+    if (delta > 0 and start > limit) or (delta < 0 and start < limit):
+        relation = "<=" if delta > 0 else ">="
+        return f"Requires start {relation} limit when delta {'>' if delta > 0 else '<'} 0: " \
+               f"{start}/{limit}"
+    return None
+
+
+@register_kernel("Range", *DEVICES)
+def _range(node, device):
+    xp = device.xp
+    dtype = np.dtype(node.attrs["Tidx"].as_numpy_dtype)
+
+    def compute(ctx, start, limit, delta):
+        start, limit, delta = (v.item() for v in (start, limit, delta))
+        message = _range_error(start, limit, delta)
+        if message:
+            raise errors.InvalidArgumentError(None, None, message)
+        return (xp.arange(start, limit, delta, dtype=dtype),)
+
+    return compute
