@@ -20,6 +20,7 @@ from nbcluster import errors
 from nbcluster.distributed.placement import place
 from nbcluster.distributed.partition import partition
 from nbcluster.distributed.rendezvous import task_of
+from nbcluster.distributed.transport import InProcessWorkerClient
 from nbcluster.distributed.session_cluster import (DEFAULT_STATUS_TIMEOUT, DeviceDirectory,
                                                    PropagatedWorkerCache, SessionCluster,
                                                    match_target, task_name)
@@ -306,27 +307,13 @@ class Master:
             return part.client.run_graph(*args(part))
         if len(plan.parts) == 1:
             return [run(plan.parts[0])]
-        # Remote partitions first, each as a non-blocking RPC that leaves from
-        # this thread at once (a thread per RPC costs a wake-up each, and a
-        # producer started late stalls every partition waiting on it). An
-        # in-process partition runs here; several: all but one on the pool.
-        futures: dict = {}
-        started: set = set()
-        local = []
-        for i, part in enumerate(plan.parts):
-            start = getattr(part.client, "start_run_graph", None)
-            if start is None:
-                local.append(i)
-                continue
-            try:
-                future = start(*args(part))
-            except errors.OpError as e:
-                future = Future()
-                future.set_exception(e)
-            futures[future] = i
-            started.add(future)
-        for i in local[:-1]:
-            futures[_POOL.submit(run, plan.parts[i])] = i
+        # Remote partitions go first, each on a pool thread (a producer started
+        # late stalls every partition that waits on it); the in-process one
+        # runs on this thread (several: all but one go to the pool too).
+        # gRPC's own non-blocking calls would start a thread per step.
+        local = [i for i, p in enumerate(plan.parts) if isinstance(p.client, InProcessWorkerClient)]
+        remote = [i for i in range(len(plan.parts)) if i not in local]
+        futures = {_POOL.submit(run, plan.parts[i]): i for i in remote + local[:-1]}
         # The first error (from any partition, in any order) cancels the
         # others, which may be blocked on its tensors.
         cancel_lock = threading.Lock()
@@ -344,7 +331,7 @@ class Master:
         if local:
             def on_done(future) -> None:
                 if future.exception() is not None and not cancelled[0]:
-                    _POOL.submit(cancel_all)  # not on gRPC's callback thread
+                    _POOL.submit(cancel_all)
             for future in list(futures):
                 future.add_done_callback(on_done)
             inline: Future = Future()
@@ -365,12 +352,8 @@ class Master:
                 if cancelled[0]:
                     break  # a partition ignores cancellation; do not hang the client
             for future in done:
-                i = futures[future]
                 try:
-                    result = future.result()
-                    if future in started:
-                        result = plan.parts[i].client.finish_run_graph(result)
-                    results[i] = result
+                    results[futures[future]] = future.result()
                 except errors.OpError as e:
                     if first is None or isinstance(first, errors.CancelledError):
                         first = e

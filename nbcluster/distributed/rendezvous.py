@@ -53,6 +53,12 @@ class StepRendezvous:
             self._values[key] = value
             self._cond.notify_all()
 
+    def send_many(self, pairs) -> None:
+        """`send` for each (key, value), waking the waiters once."""
+        with self._cond:
+            self._values.update(pairs)
+            self._cond.notify_all()
+
     def recv(self, key: str, ctx):
         """The value for `key`, from here or from the producing task's worker.
 
@@ -80,6 +86,39 @@ class StepRendezvous:
             if key in self._values:
                 return self._values[key]
             raise self.error
+
+    def recv_any(self, keys, deadline: Optional[float] = None,
+                 stopped: Callable[[], bool] = lambda: False) -> tuple:
+        """(key, value) for whichever of `keys` has landed first, None once
+        `stopped()` (checked on every `wake`).
+
+        Raises:
+          the step's error once it is aborted; DeadlineExceededError.
+        """
+        with self._cond:
+            while True:
+                for key in keys:
+                    if key in self._values:
+                        return key, self._values[key]
+                if self.error is not None:
+                    raise self.error
+                if stopped():
+                    return None
+                timeout = None if deadline is None else deadline - time.monotonic()
+                if timeout is not None and timeout <= 0:
+                    raise errors.DeadlineExceededError(
+                        None, None, f"Timed out waiting for tensors {list(keys)}")
+                self._cond.wait(timeout)
+
+    def ready(self, keys) -> list:
+        """[(key, value)] for those of `keys` that have landed, waiting for none."""
+        with self._cond:
+            return [(key, self._values[key]) for key in keys if key in self._values]
+
+    def wake(self) -> None:
+        """Wakes every waiter, to look at its `stopped` again."""
+        with self._cond:
+            self._cond.notify_all()
 
     def abort(self, error: errors.OpError) -> None:
         with self._cond:

@@ -23,7 +23,7 @@ from typing import Callable, Optional
 from nbcluster import errors
 from nbcluster.distributed import send_recv  # noqa: F401 - registers _Send/_Recv
 from nbcluster.distributed.partition import partition
-from nbcluster.distributed.rendezvous import StepRendezvous, parse_key, task_of
+from nbcluster.distributed.rendezvous import StepRendezvous, make_key, parse_key, task_of
 from nbcluster.distributed.step_stats import build_step_stats
 from nbcluster.distributed.transport import RunGraphResult
 from nbcluster.distributed.worker_session import WorkerSession, propagated_session
@@ -41,11 +41,12 @@ _POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nbcluster-partiti
 
 class _Graph:
     def __init__(self, executors: list, session: WorkerSession, remote_sends: int,
-                 nodes: dict) -> None:
+                 nodes: dict, prefetch: Optional[dict] = None) -> None:
         self.executors = executors
         self.session = session
         self.remote_sends = remote_sends  # tensors peers will fetch each step
         self.nodes = nodes  # device -> [Node], for partition_graphs
+        self.prefetch = prefetch or {}  # producing task -> [keys], streamed each step
 
 
 class _Step:
@@ -56,6 +57,7 @@ class _Step:
     def __init__(self, step_id: int, remote_recv: Callable) -> None:
         self.rendezvous = StepRendezvous(step_id, functools.partial(remote_recv, self))
         self.session: Optional[WorkerSession] = None  # set by its first RunGraph here
+        self.prefetched: set = set()  # keys a stream brings into the rendezvous
         self.cancellations: list[CancellationManager] = []
         self.running = 0
         self.unfetched = 0
@@ -168,7 +170,8 @@ class Worker:
                      and task_of(n.attrs["recv_device"]) != session.task)
         with self._lock:
             handle = f"{self.job}:{self.task}:g{next(self._handles)}"
-            self._graphs[(session_handle, handle)] = _Graph(executors, session, remote, pieces)
+            self._graphs[(session_handle, handle)] = _Graph(executors, session, remote, pieces,
+                                                            _prefetch_plan(nodes))
         return handle
 
     def _boot_note(self, session: WorkerSession) -> str:
@@ -213,6 +216,8 @@ class Worker:
                                 feeds, cancel, deadline, collect_stats)
                     for _ in graph.executors]
         try:
+            if graph.prefetch:
+                self._prefetch(step, graph, step_id, deadline, cancel)
             stats = self._run_all(graph.executors, contexts)
         except errors.OpError as e:
             step.rendezvous.abort(e)
@@ -292,6 +297,57 @@ class Worker:
         `waiter` is the receiving step's context when the caller is in this
         process: its cancellation and deadline then end the wait.
         """
+        self._check_key(key)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        step = self._step(step_id)
+        value = step.rendezvous.recv_local(key, waiter, deadline)
+        with self._lock:
+            step.unfetched -= 1
+            self._end_if_finished(step_id, step)
+        self.bytes_sent += getattr(value, "nbytes", 0)
+        return value
+
+    def recv_tensors(self, step_id: int, keys: list, timeout: Optional[float] = None,
+                     stopped=lambda: False, max_bytes: Optional[int] = None):
+        """Yields the tensors `keys` as this task's Sends produce them, in that
+        order: each time a list of (key, value) pairs, all that were there.
+        (key, None) is a value of `max_bytes` or more, which the caller then
+        fetches with `recv_tensor`. Ends early once `stopped()` (checked on
+        `wake_step`).
+        """
+        for key in keys:
+            self._check_key(key)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        step = self._step(step_id)
+        left = list(keys)
+        while left:
+            got = step.rendezvous.recv_any(left, deadline, stopped)
+            if got is None:
+                return
+            left.remove(got[0])
+            batch, sent = [], 0
+            for key, value in [got] + step.rendezvous.ready(left):
+                if key != got[0]:
+                    left.remove(key)
+                nbytes = getattr(value, "nbytes", 0)
+                if max_bytes is not None and nbytes >= max_bytes:
+                    batch.append((key, None))
+                    continue
+                batch.append((key, value))
+                sent += 1
+                self.bytes_sent += nbytes
+            with self._lock:
+                step.unfetched -= sent
+                self._end_if_finished(step_id, step)
+            yield batch
+
+    def wake_step(self, step_id: int) -> None:
+        """Wakes the step's `recv_tensors` waiters (their caller went away)."""
+        step = self._steps.get(step_id)
+        if step is not None:
+            step.rendezvous.wake()
+
+    def _check_key(self, key: str) -> None:
         src, incarnation, _, _, _ = parse_key(key)
         # The incarnation first: a restarted task no longer knows the session
         # that renamed it, and a stale step must read as Aborted.
@@ -301,14 +357,43 @@ class Worker:
         if task_of(src) != (self.job, self.task) and task_of(src) not in self._names():
             raise errors.InvalidArgumentError(None, None, f"Tensor {key!r} is not produced "
                                                           f"on /job:{self.job}/task:{self.task}")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        step = self._step(step_id)
-        value = step.rendezvous.recv_local(key, waiter, deadline)
-        with self._lock:
-            step.unfetched -= 1
-            self._end_if_finished(step_id, step)
-        self.bytes_sent += getattr(value, "nbytes", 0)
-        return value
+
+    def _prefetch(self, step: _Step, graph: _Graph, step_id: int, deadline, cancel) -> None:
+        """One stream per producing task brings this partition's tensors from
+        it into the step's rendezvous as they are sent (a RecvTensor each cost
+        the producer ~0.5 ms of CPU); a stream that fails aborts the step."""
+        peer = (step.session or self._default).peer
+        for (job, task), keys in graph.prefetch.items():
+            client = peer(job, task) if peer is not None else None
+            stream = getattr(client, "stream_tensors", None)
+            if stream is None:
+                continue  # e.g. an in-process peer: Recvs fetch one by one
+            with self._lock:
+                keys = [k for k in keys if k not in step.prefetched]
+                step.prefetched.update(keys)
+            if not keys:
+                continue
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                values = client.stream_tensors(step_id, keys, timeout, cancel)  # sent now
+            except errors.OpError as e:
+                step.rendezvous.abort(e)
+                return
+            _POOL.submit(self._stream_in, values, client, step, step_id, deadline)
+
+    def _stream_in(self, values, client, step: _Step, step_id: int, deadline) -> None:
+        def left():
+            return None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            for batch in values:
+                batch = [(key, client.recv_tensor(step_id, key, left()) if value is None
+                          else value) for key, value in batch]  # None: too large to stream
+                self.bytes_received += sum(getattr(v, "nbytes", 0) for _, v in batch)
+                step.rendezvous.send_many(batch)
+        except errors.OpError as e:
+            step.rendezvous.abort(e)
+        except Exception as e:  # noqa: BLE001 - a waiting Recv must not hang on a bug
+            step.rendezvous.abort(errors.InternalError(None, None, f"{type(e).__name__}: {e}"))
 
     def _end_if_finished(self, step_id: int, step: _Step) -> None:
         if step.finished and self._steps.get(step_id) is step:
@@ -320,6 +405,8 @@ class Worker:
             return {s.task for s in self._sessions.values()}
 
     def _remote_recv(self, step: _Step, step_id: int, key: str, ctx):
+        if key in step.prefetched:  # a stream brings it (`_prefetch`)
+            return step.rendezvous.recv_local(key, ctx)
         # Only a RunGraph of the step runs a Recv, so the step knows its session.
         peer = (step.session or self._default).peer
         job, task = task_of(key.split(";", 1)[0])
@@ -332,6 +419,20 @@ class Worker:
         self.bytes_received += getattr(value, "nbytes", 0)
         return value
 
+
+
+def _prefetch_plan(nodes: list) -> dict:
+    """Producing task -> keys of the remote tensors `nodes` receive from it,
+    for producers that send two or more (one goes faster as a RecvTensor)."""
+    by_task: dict = {}
+    for n in nodes:
+        if n.op == "_Recv" and not n.attrs.get("client_terminated"):
+            src = task_of(n.attrs["send_device"])
+            if src != task_of(n.attrs["recv_device"]):
+                by_task.setdefault(src, []).append(make_key(
+                    n.attrs["send_device"], int(n.attrs["send_device_incarnation"]),
+                    n.attrs["recv_device"], n.attrs["tensor_name"]))
+    return {task: keys for task, keys in by_task.items() if len(keys) >= 2}
 
 
 def _task_name(task: tuple) -> str:

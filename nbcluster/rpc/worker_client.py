@@ -1,7 +1,6 @@
 """A worker over gRPC, with the same methods as `Worker` (the WorkerClient seam)."""
 from __future__ import annotations
 
-from concurrent.futures import Future
 from typing import Optional
 
 import grpc
@@ -10,11 +9,12 @@ from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.distributed.transport import RunGraphResult
 from nbcluster.proto import worker_pb2
-from nbcluster.rpc import channels
+from nbcluster.rpc import channels, messages
 from nbcluster.rpc.status import from_rpc_error
 from nbcluster.rpc.streaming import TensorStub
 from nbcluster.rpc.worker_service import (RECV_TENSOR_REQUEST, RECV_TENSOR_RESPONSE,
-                                          RUN_GRAPH_REQUEST, RUN_GRAPH_RESPONSE, SERVICE)
+                                          RECV_TENSORS, RUN_GRAPH_REQUEST, RUN_GRAPH_RESPONSE,
+                                          SERVICE)
 
 _CONTROL_TIMEOUT = 30.0
 _STEP_TIMEOUT = 24 * 3600.0
@@ -43,6 +43,7 @@ class GrpcWorkerClient:
         self._cleanup_all = method("CleanupAll", worker_pb2.CleanupAllResponse)
         self._recv = TensorStub(channel, SERVICE, "RecvTensor", RECV_TENSOR_REQUEST,
                                 RECV_TENSOR_RESPONSE)
+        self._recv_many = channel.unary_stream(f"/{SERVICE}/{RECV_TENSORS}")
 
     def _call(self, stub, request, timeout: Optional[float]):
         try:
@@ -92,42 +93,6 @@ class GrpcWorkerClient:
             self._run, req, list(feeds.items()),
             timeout if timeout is not None else _STEP_TIMEOUT))
 
-    def start_run_graph(self, session_handle: str, graph_handle: str, step_id: int,
-                        feeds: dict, fetches: list, timeout: Optional[float],
-                        collect_stats: bool, partition_graphs: bool) -> Future:
-        """`run_graph` without blocking: the RPC leaves from this thread now.
-
-        Returns a future that fails with an OpError, or resolves to a reply
-        for `finish_run_graph` (call it on the thread that wants the result).
-        """
-        req = _run_graph_request(session_handle, graph_handle, step_id, fetches,
-                                 collect_stats, partition_graphs)
-        out: Future = Future()
-        try:
-            raw = self._run.start(req, list(feeds.items()),
-                                  timeout if timeout is not None else _STEP_TIMEOUT)
-        except grpc.RpcError as e:
-            out.set_exception(from_rpc_error(e, f"worker {self.address}"))
-            return out
-
-        def done(raw: Future) -> None:
-            error = raw.exception()
-            if error is None:
-                out.set_result(raw.result())
-            elif isinstance(error, grpc.RpcError):
-                out.set_exception(from_rpc_error(error, f"worker {self.address}"))
-            else:
-                out.set_exception(error)
-        raw.add_done_callback(done)
-        return out
-
-    def finish_run_graph(self, reply) -> RunGraphResult:
-        """The RunGraphResult of a reply from `start_run_graph`'s future."""
-        try:
-            return _run_graph_result(*self._run.finish(reply))
-        except grpc.RpcError as e:
-            raise from_rpc_error(e, f"worker {self.address}") from None
-
     def cleanup_graph(self, step_id: int) -> None:
         self._call(self._cleanup, worker_pb2.CleanupGraphRequest(step_id=step_id),
                    _CONTROL_TIMEOUT)
@@ -144,6 +109,43 @@ class GrpcWorkerClient:
             raise errors.DataLossError(None, None, f"RecvTensor from worker {self.address} "
                                                    f"returned {len(tensors)} tensors")
         return tensors[0][1]
+
+    def stream_tensors(self, step_id: int, keys: list, timeout: Optional[float],
+                       cancellation=None):
+        """Asks for `keys` of step `step_id` in one call, sent now; returns an
+        iterator of lists of (key, ndarray), the tensors as the worker
+        produces them; (key, None) is a tensor too large for the stream:
+        fetch it with `recv_tensor`. Cancelling `cancellation` (a
+        CancellationManager) ends the call.
+
+        Raises (here or from the iterator):
+          OpError: the call failed (CancelledError once cancelled).
+        """
+        req = worker_pb2.RunGraphRequest(step_id=step_id, recv_key=keys)
+        try:
+            call = self._recv_many(req.SerializeToString(),
+                                   timeout=timeout if timeout is not None else _STEP_TIMEOUT)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, f"worker {self.address}") from None
+        token = None
+        if cancellation is not None:
+            token = cancellation.register(call.cancel)
+            if token is None:
+                call.cancel()
+        return self._stream_frames(call, cancellation, token)
+
+    def _stream_frames(self, call, cancellation, token):
+        try:
+            for frame in call:
+                if frame[:1] == b"K":
+                    yield [(frame[1:].decode(), None)]
+                    continue
+                yield messages.decode(memoryview(frame)[1:], RUN_GRAPH_RESPONSE)[1]
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, f"worker {self.address}") from None
+        finally:
+            if token is not None:
+                cancellation.deregister(token)
 
 
 def _run_graph_request(session_handle: str, graph_handle: str, step_id: int, fetches: list,

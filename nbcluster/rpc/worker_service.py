@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import grpc
 
+from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_from_proto
 from nbcluster.proto import worker_pb2
-from nbcluster.rpc.handlers import proto_handler, timeout_of
+from nbcluster.rpc import chunked, messages, status
+from nbcluster.rpc.handlers import proto_handler, run_safely, timeout_of
 from nbcluster.rpc.messages import Layout
 from nbcluster.rpc.streaming import PendingResponses, pull_method, tensor_methods
 
@@ -14,6 +16,7 @@ RUN_GRAPH_REQUEST = Layout(worker_pb2.RunGraphRequest, 3)      # send = 3
 RUN_GRAPH_RESPONSE = Layout(worker_pb2.RunGraphResponse, 1)    # recv = 1
 RECV_TENSOR_REQUEST = Layout(worker_pb2.RecvTensorRequest, None)
 RECV_TENSOR_RESPONSE = Layout(worker_pb2.RecvTensorResponse, 1, named=False)  # tensor = 1
+RECV_TENSORS = "RecvTensors"  # ours: a step's tensors from one task, streamed as they come
 
 
 def worker_handler(worker) -> grpc.GenericRpcHandler:
@@ -64,8 +67,33 @@ def worker_handler(worker) -> grpc.GenericRpcHandler:
         value = worker.recv_tensor(req.step_id, req.rendezvous_key, timeout_of(context))
         return worker_pb2.RecvTensorResponse(), [("", value)]
 
+    def recv_tensors(request: bytes, context):
+        # Frames: b"T" + a RunGraphResponse holding the tensors that were
+        # ready, each named by its key; or b"K" + a key whose tensor is too
+        # large for the stream (the caller fetches it with RecvTensor).
+        try:
+            req = worker_pb2.RunGraphRequest.FromString(request)
+        except Exception as e:  # noqa: BLE001 - corrupt bytes from a peer must not kill us
+            status.abort(context, errors.DataLossError(None, None, f"Malformed request: {e}"))
+        step_id = req.step_id
+        context.add_callback(lambda: worker.wake_step(step_id))
+        values = worker.recv_tensors(step_id, list(req.recv_key), timeout_of(context),
+                                     lambda: not context.is_active(), chunked.STREAM_THRESHOLD)
+        while True:
+            batch = run_safely(lambda: next(values, None), context, RECV_TENSORS)
+            if batch is None:
+                return
+            for key, value in batch:
+                if value is None:
+                    yield b"K" + key.encode()
+            tensors = [(key, value) for key, value in batch if value is not None]
+            if tensors:
+                yield b"T" + messages.encode(worker_pb2.RunGraphResponse(), RUN_GRAPH_RESPONSE,
+                                             tensors)
+
     pending = PendingResponses()
     return grpc.method_handlers_generic_handler(SERVICE, {
+        RECV_TENSORS: grpc.unary_stream_rpc_method_handler(recv_tensors),
         **tensor_methods("RunGraph", run_graph, RUN_GRAPH_REQUEST, RUN_GRAPH_RESPONSE, pending),
         **tensor_methods("RecvTensor", recv_tensor, RECV_TENSOR_REQUEST, RECV_TENSOR_RESPONSE,
                          pending),

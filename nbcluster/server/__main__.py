@@ -104,9 +104,31 @@ def load_config(value: Optional[str]) -> Optional[config_pb2.ConfigProto]:
         raise ValueError(f"--config: malformed ConfigProto JSON: {message}") from None
 
 
+def _keep_freed_memory() -> None:
+    """Lets glibc's malloc keep freed blocks of up to 32 MiB for reuse.
+
+    A task receives tensors of the same sizes every step. By default each
+    large receive buffer is a fresh mmap, given back on free: moving 1 MiB
+    then cost ~300 page faults and about a millisecond of CPU per step.
+    A GLIBC_TUNABLES setting of the user's wins; not glibc: nothing to do.
+    """
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    if "mmap_threshold" in tunables or "trim_threshold" in tunables:
+        return
+    try:
+        import ctypes
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    mallopt(m_mmap_threshold, 32 << 20)  # glibc's largest allowed value
+    mallopt(m_trim_threshold, 256 << 20)
+
+
 def main(argv: Optional[list] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    _keep_freed_memory()
     try:
         server_def = make_server_def(load_cluster(args.cluster), args.job, args.task,
                                      args.protocol, load_config(args.config))
