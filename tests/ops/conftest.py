@@ -4,9 +4,9 @@ import pytest
 import nbcluster as tf
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def fresh_graph():
-    """A new default graph for the test (the state and queue tests use it)."""
+    """Every op test builds into a new default graph (names start afresh)."""
     with tf.Graph().as_default() as graph:
         yield graph
 

@@ -14,11 +14,6 @@ ALL = NUMERIC + [np.bool_]
 SHAPES = [(), (4,), (2, 3), (2, 1, 3)]
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default() as graph:
-        yield graph
-
 
 def run(fetches, feed_dict=None):
     with tf.Session() as sess:

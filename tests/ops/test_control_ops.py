@@ -9,11 +9,6 @@ from nbcluster.ops.control import with_dependencies
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default() as graph:
-        yield graph
-
 
 def test_no_op():
     op = tf.no_op()

@@ -42,11 +42,6 @@ def distribution(shape, dtype=np.float32):
     return np_softmax(RNG.normal(size=shape)).astype(dtype)
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default() as g:
-        yield g
-
 
 # -- relu, sigmoid ------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", FLOATS + [np.int32, np.int64])

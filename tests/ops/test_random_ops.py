@@ -10,11 +10,6 @@ pytestmark = pytest.mark.timeout(60)
 FLOATS = [tf.float16, tf.float32, tf.float64]
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default() as graph:
-        yield graph
-
 
 def build_and_run(build, seed=None, runs=1):
     """Builds `build()` in a fresh graph with graph seed `seed`; runs it `runs` times."""

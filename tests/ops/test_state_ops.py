@@ -4,7 +4,7 @@ import pytest
 
 import nbcluster as tf
 
-pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("fresh_graph")]
+pytestmark = pytest.mark.timeout(60)
 
 
 # -- construction --------------------------------------------------------------------
