@@ -6,7 +6,7 @@ at a variable or queue) are placed as one group.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable
 
 from nbcluster import errors
 from nbcluster.framework.device_spec import DeviceSpec, is_compatible
@@ -132,11 +132,3 @@ def _rank(spec: DeviceSpec) -> tuple:
     return (_TYPE_PRIORITY.get(spec.device_type, 2), spec.job or "", spec.task or 0,
             spec.device_index or 0)
 
-
-def task_devices(devices: Iterable[str]) -> dict:
-    """{(job, task): [device names]}."""
-    out: dict = {}
-    for d in devices:
-        spec = DeviceSpec.from_string(d)
-        out.setdefault((spec.job, spec.task), []).append(d)
-    return out

@@ -10,8 +10,6 @@ import re
 import threading
 from typing import Optional
 
-import numpy as np
-
 from nbcluster import errors
 from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.op_registry import get_op_def
@@ -339,16 +337,6 @@ def reset_default_graph() -> None:
                              "If you need a cleared graph, exit the nesting and create a "
                              "new graph.")
     _global_default[0] = Graph()
-
-
-def numpy_seed(graph: Graph, op_seed: Optional[int]) -> Optional[int]:
-    """TF1's seed rule: (graph seed, op seed) -> one reproducible seed, or None."""
-    if graph.seed is None and op_seed is None:
-        return None
-    g = 87654321 if graph.seed is None else graph.seed
-    o = op_seed if op_seed is not None else len(graph._ops)
-    return int(np.uint64(g) * np.uint64(1000003) + np.uint64(o)) % (2 ** 32)
-
 
 
 def graph_of(*values) -> Graph:

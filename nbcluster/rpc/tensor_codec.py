@@ -21,6 +21,8 @@ short list padded with its last value) and strings in `tensor_content`
 """
 from __future__ import annotations
 
+import contextlib
+
 import functools
 import math
 
@@ -244,14 +246,8 @@ def empty_for(buf) -> tuple:
     if content is not None or values:
         raise DataLossError(None, None, "streamed tensor header carries values")
     dtype, npd = entry[0], entry[3]
-    try:
+    with _allocating(dtype, shape):
         array = aligned_empty(shape, npd)
-    except MemoryError:
-        raise ResourceExhaustedError(
-            None, None, f"cannot allocate a {dtype.name} tensor of shape {list(shape)}") from None
-    except (ValueError, OverflowError):
-        raise InvalidArgumentError(
-            None, None, f"TensorProto shape {list(shape)} is too large") from None
     if array.size == 0:
         return array, None
     return array, array.reshape(-1).view(np.uint8)
@@ -382,7 +378,7 @@ def _fill(flat: np.ndarray, shape: tuple, count: int, dtype, zero) -> np.ndarray
     if n > count:
         raise InvalidArgumentError(
             None, None, f"TensorProto has {n} values for shape {list(shape)} of {dtype.name}")
-    try:  # a few bytes on the wire can ask for a huge tensor
+    with _allocating(dtype, shape):  # a few bytes on the wire can ask for a huge tensor
         if n == count:
             return flat.reshape(shape)
         if n == 0 and zero == 0:
@@ -390,6 +386,13 @@ def _fill(flat: np.ndarray, shape: tuple, count: int, dtype, zero) -> np.ndarray
         out = np.full(count, flat[-1] if n else zero, flat.dtype)
         out[:n] = flat
         return out.reshape(shape)
+
+
+@contextlib.contextmanager
+def _allocating(dtype, shape):
+    """Maps a failed allocation for a tensor a peer described to an OpError."""
+    try:
+        yield
     except MemoryError:
         raise ResourceExhaustedError(
             None, None, f"cannot allocate a {dtype.name} tensor of shape {list(shape)}") from None

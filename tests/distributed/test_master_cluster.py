@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import nbcluster as tf
+from nbcluster.launch import free_ports
 from nbcluster import errors
 from nbcluster.distributed.master import Master
 from nbcluster.distributed.placement import place
@@ -456,20 +457,10 @@ def test_reset_with_a_task_down_clears_the_others_and_names_it():
 
 # -- real servers in this process, crossing gRPC ---------------------------------------
 
-def _free_ports(n: int) -> list:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("localhost", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 @pytest.fixture
 def two_servers():
     """Two servers of one cluster {"worker": [localhost:p0, localhost:p1]}."""
-    ports = _free_ports(2)
+    ports = free_ports(2)
     spec = {"worker": [f"localhost:{p}" for p in ports]}
     servers = [tf.distribute.Server(spec, job_name="worker", task_index=i) for i in range(2)]
     yield servers, spec
@@ -519,7 +510,7 @@ def test_get_status_of_a_down_or_hung_task_is_bounded():
     hung = socket.socket()  # accepts connections, never speaks HTTP/2
     hung.bind(("localhost", 0))
     hung.listen(8)
-    dead_port = _free_ports(1)[0]
+    dead_port = free_ports(1)[0]
     local_net = _net({"worker": ["localhost:1"]})
     try:
         master = Master(("worker", 0), local_net.cache({"worker": ["localhost:1"]}),

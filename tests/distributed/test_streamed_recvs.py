@@ -4,13 +4,13 @@ servers in this process: values, the too-large-to-stream fallback, errors on
 the producer, and a step that times out while its stream waits."""
 from __future__ import annotations
 
-import socket
 import time
 
 import numpy as np
 import pytest
 
 import nbcluster as tf
+from nbcluster.launch import free_ports
 from nbcluster import errors
 from nbcluster.proto import config_pb2
 from nbcluster.rpc import chunked
@@ -20,19 +20,9 @@ pytestmark = pytest.mark.timeout(60)
 PS, WORKER = "/job:worker/task:1", "/job:worker/task:0"
 
 
-def _free_ports(n: int) -> list:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("localhost", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 @pytest.fixture
 def servers():
-    spec = {"worker": [f"localhost:{p}" for p in _free_ports(2)]}
+    spec = {"worker": [f"localhost:{p}" for p in free_ports(2)]}
     started = [tf.distribute.Server(spec, job_name="worker", task_index=i) for i in range(2)]
     yield started
     for server in started:
