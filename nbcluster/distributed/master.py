@@ -11,16 +11,15 @@ import itertools
 import random
 import sys
 import threading
-import time
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 from nbcluster import errors
+from nbcluster.distributed.fanout import run_partitions
 from nbcluster.distributed.placement import place
 from nbcluster.distributed.partition import partition
 from nbcluster.distributed.rendezvous import task_of
-from nbcluster.distributed.transport import InProcessWorkerClient
 from nbcluster.distributed.session_cluster import (DEFAULT_STATUS_TIMEOUT, DeviceDirectory,
                                                    PropagatedWorkerCache, SessionCluster,
                                                    match_target, task_name)
@@ -299,69 +298,16 @@ class Master:
                 del session.plans[signature]
 
     def _run_parts(self, plan: _Plan, step_id: int, feeds: dict, timeout, trace, graphs):
-        def args(part: _Part) -> tuple:
-            return (part.handle.session, part.handle.graph, step_id,
-                    {f: feeds[f] for f in part.feeds}, part.fetches, timeout, trace, graphs)
-
         def run(part: _Part):
-            return part.client.run_graph(*args(part))
-        if len(plan.parts) == 1:
-            return [run(plan.parts[0])]
-        # Remote partitions go first, each on a pool thread (a producer started
-        # late stalls every partition that waits on it); the in-process one
-        # runs on this thread (several: all but one go to the pool too).
-        # gRPC's own non-blocking calls would start a thread per step.
-        local = [i for i, p in enumerate(plan.parts) if isinstance(p.client, InProcessWorkerClient)]
-        remote = [i for i in range(len(plan.parts)) if i not in local]
-        futures = {_POOL.submit(run, plan.parts[i]): i for i in remote + local[:-1]}
-        # The first error (from any partition, in any order) cancels the
-        # others, which may be blocked on its tensors.
-        cancel_lock = threading.Lock()
-        cancelled = [False]
+            return part.client.run_graph(part.handle.session, part.handle.graph, step_id,
+                                         {f: feeds[f] for f in part.feeds}, part.fetches,
+                                         timeout, trace, graphs)
 
-        def cancel_all() -> bool:
-            with cancel_lock:
-                if cancelled[0]:
-                    return False
-                cancelled[0] = True
-            for other in plan.parts:
-                _quietly(other.client, "cleanup_graph", step_id)
-            return True
+        def cleanup() -> None:
+            for part in plan.parts:
+                _quietly(part.client, "cleanup_graph", step_id)
 
-        if local:
-            def on_done(future) -> None:
-                if future.exception() is not None and not cancelled[0]:
-                    _POOL.submit(cancel_all)
-            for future in list(futures):
-                future.add_done_callback(on_done)
-            inline: Future = Future()
-            try:
-                inline.set_result(run(plan.parts[local[-1]]))
-            except errors.OpError as e:
-                inline.set_exception(e)
-            futures[inline] = local[-1]
-        deadline = None if timeout is None else time.monotonic() + timeout
-        results: list = [None] * len(plan.parts)
-        pending, first = set(futures), None
-        while pending:
-            wait_s = None if deadline is None else max(0.0, deadline - time.monotonic()) + 5
-            done, pending = wait(pending, timeout=wait_s, return_when=FIRST_EXCEPTION)
-            if not done:
-                first = first or errors.DeadlineExceededError(None, None,
-                                                              "Timed out running the step")
-                if cancelled[0]:
-                    break  # a partition ignores cancellation; do not hang the client
-            for future in done:
-                try:
-                    results[futures[future]] = future.result()
-                except errors.OpError as e:
-                    if first is None or isinstance(first, errors.CancelledError):
-                        first = e
-            if first is not None:
-                cancel_all()
-        if first is not None:
-            raise first
-        return results  # workers end a step that went well by themselves
+        return run_partitions(plan.parts, run, cleanup, timeout, _POOL)
 
     # -- planning ------------------------------------------------------------
     def _plan(self, session: MasterSession, feeds: tuple, fetches: tuple,

@@ -1,0 +1,85 @@
+"""Runs one step's partitions concurrently; the first error cancels the rest.
+
+Rule: knows partitions only as objects with a `client`; no planning here.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import FIRST_EXCEPTION, Executor, Future, wait
+from typing import Callable, Optional
+
+from nbcluster import errors
+from nbcluster.distributed.transport import InProcessWorkerClient
+
+
+def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],
+                   timeout: Optional[float], pool: Executor) -> list:
+    """[run(part) for part in parts], run concurrently.
+
+    Remote partitions go first, each on a pool thread (a producer started
+    late stalls every partition that waits on it); the in-process one runs
+    on this thread (several: all but one go to the pool too). gRPC's own
+    non-blocking calls would start a thread per step. The first error, from
+    any partition in any order, calls `cleanup` once, which cancels the
+    others (they may be blocked on its tensors).
+
+    Raises:
+      OpError: the first partition's error (a CancelledError only if no
+        other error came); DeadlineExceededError 5 s past `timeout` when a
+        partition ignores cancellation.
+    """
+    if len(parts) == 1:
+        return [run(parts[0])]
+    local = [i for i, p in enumerate(parts) if isinstance(p.client, InProcessWorkerClient)]
+    remote = [i for i in range(len(parts)) if i not in local]
+    futures = {pool.submit(run, parts[i]): i for i in remote + local[:-1]}
+    cancel_lock = threading.Lock()
+    cancelled = [False]
+
+    def cancel_all() -> None:
+        with cancel_lock:
+            if cancelled[0]:
+                return
+            cancelled[0] = True
+        cleanup()
+
+    if local:
+        def on_done(future) -> None:
+            if future.exception() is not None and not cancelled[0]:
+                pool.submit(cancel_all)
+        for future in list(futures):
+            future.add_done_callback(on_done)
+        inline: Future = Future()
+        try:
+            inline.set_result(run(parts[local[-1]]))
+        except errors.OpError as e:
+            inline.set_exception(e)
+        futures[inline] = local[-1]
+    return _gather(futures, len(parts), timeout, cancel_all, cancelled)
+
+
+def _gather(futures: dict, count: int, timeout: Optional[float], cancel_all: Callable,
+            cancelled: list) -> list:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    results: list = [None] * count
+    pending, first = set(futures), None
+    while pending:
+        wait_s = None if deadline is None else max(0.0, deadline - time.monotonic()) + 5
+        done, pending = wait(pending, timeout=wait_s, return_when=FIRST_EXCEPTION)
+        if not done:
+            first = first or errors.DeadlineExceededError(None, None,
+                                                          "Timed out running the step")
+            if cancelled[0]:
+                break  # a partition ignores cancellation; do not hang the client
+        for future in done:
+            try:
+                results[futures[future]] = future.result()
+            except errors.OpError as e:
+                if first is None or isinstance(first, errors.CancelledError):
+                    first = e
+        if first is not None:
+            cancel_all()
+    if first is not None:
+        raise first
+    return results  # workers end a step that went well by themselves
