@@ -22,7 +22,8 @@ from benchmarks._common import REPO_ROOT, child_env
 # (module, client hugetlb?)
 PLAN = [("latency", False), ("transfer", False), ("transfer", True), ("startup", False),
         ("tensor_codec", False), ("remote_hop", False), ("ps_transfer", False),
-        ("mlp_step", False)]
+        ("mlp_step", False), ("ps_training", False), ("cluster_start", False),
+        ("tfserver_magic", False)]
 TIMEOUT_S = 180
 
 

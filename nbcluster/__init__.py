@@ -21,11 +21,15 @@ from nbcluster.framework.scopes import (add_to_collection, colocate_with, contai
 from nbcluster.ops.array import (concat, expand_dims, fill, identity, ones, ones_like,
                                  placeholder, placeholder_with_default, rank, reshape, shape,
                                  size, squeeze, stack, transpose, zeros, zeros_like)
-from nbcluster.ops.control import group, no_op, tuple  # noqa: A004
-from nbcluster.ops.math import (abs, add, cast, divide, equal, exp, greater,  # noqa: A004
-                                greater_equal, less, less_equal, log, matmul, maximum,
-                                minimum, multiply, negative, not_equal, pow, sqrt, square,
-                                subtract, tanh)
+from nbcluster.ops.control import group, no_op, stop_gradient, tuple  # noqa: A004
+from nbcluster.ops.math import (abs, add, add_n, cast, divide, equal, exp,  # noqa: A004
+                                greater, greater_equal, less, less_equal, log, matmul,
+                                maximum, minimum, multiply, negative, not_equal, pow, sign,
+                                sqrt, square, subtract, tanh, where_v2)
+from nbcluster.ops.slicing import (broadcast_to, invert_permutation, pad,  # noqa: A004
+                                   slice, strided_slice, unstack)
+from nbcluster.grad import GradientTape, NotDifferentiable, gradients
+from nbcluster.grad import register_gradient as RegisterGradient
 from nbcluster.ops.reduction import (argmax, argmin, range, reduce_max,  # noqa: A004
                                      reduce_mean, reduce_min, reduce_sum)
 from nbcluster.ops.queue import FIFOQueue
@@ -40,6 +44,26 @@ from nbcluster.client.session import InteractiveSession, Session
 from nbcluster.proto.config_pb2 import (ConfigProto, GPUOptions, GraphOptions,
                                         OptimizerOptions, RPCOptions, RunMetadata, RunOptions)
 from nbcluster.proto.graph_pb2 import GraphDef, NodeDef
+from nbcluster.function import TensorSpec, function
 from nbcluster import compat, distribute, train
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # Cluster and LaunchError load on first use: the launchers import grpc.
+    if name in ("Cluster", "LaunchError"):
+        from nbcluster import launch
+        return getattr(launch, name)
+    raise AttributeError(f"module 'nbcluster' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext nbcluster`: registers the %tfserver magics."""
+    from nbcluster import jupyter
+    jupyter.load_ipython_extension(ipython)
+
+
+def unload_ipython_extension(ipython) -> None:
+    from nbcluster import jupyter
+    jupyter.unload_ipython_extension(ipython)

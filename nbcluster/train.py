@@ -1,6 +1,22 @@
-"""tf.train: cluster description and the server."""
+"""tf.train: cluster description, the server, optimizers, the global step and device setters, savers."""
 from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.proto.config_pb2 import ClusterDef, JobDef, ServerDef
 from nbcluster.server import Server
+from nbcluster.training.adagrad import AdagradOptimizer
+from nbcluster.training.adam import AdamOptimizer
+from nbcluster.training.device_setter import (GreedyLoadBalancingStrategy, byte_size_load_fn,
+                                              replica_device_setter)
+from nbcluster.training.gradient_descent import GradientDescentOptimizer
+from nbcluster.training.momentum import MomentumOptimizer
+from nbcluster.training.optimizer import Optimizer
+from nbcluster.training.saver import (Saver, checkpoint_exists, get_checkpoint_state,
+                                     latest_checkpoint, update_checkpoint_state)
+from nbcluster.training.training_util import (create_global_step, get_global_step,
+                                              get_or_create_global_step, global_step)
 
-__all__ = ["ClusterSpec", "ClusterDef", "JobDef", "Server", "ServerDef"]
+__all__ = ["AdagradOptimizer", "AdamOptimizer", "ClusterDef", "ClusterSpec",
+           "GradientDescentOptimizer", "GreedyLoadBalancingStrategy", "JobDef",
+           "MomentumOptimizer", "Optimizer", "Saver", "Server", "ServerDef", "byte_size_load_fn", "checkpoint_exists",
+           "create_global_step", "get_global_step", "get_or_create_global_step",
+           "get_checkpoint_state", "global_step", "latest_checkpoint", "replica_device_setter",
+           "update_checkpoint_state"]

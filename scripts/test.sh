@@ -3,4 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/venv.sh dev
+if [ ! -x /usr/sbin/sshd ]; then
+  echo "note: no /usr/sbin/sshd: the SSH launcher test will skip" \
+       "(apt-get install openssh-server openssh-client; .ci/run does)" >&2
+fi
 exec .venv/bin/python -m pytest -q -o faulthandler_timeout=300 "$@"

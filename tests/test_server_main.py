@@ -208,3 +208,82 @@ def test_task_exits_when_its_parent_dies(tmp_path):
         time.sleep(0.2)
     os.kill(task_pid, signal.SIGKILL)
     pytest.fail("the task outlived its parent by 10 s")
+
+
+def test_a_parent_already_gone_ends_the_task_before_it_serves():
+    """`--exit-with-parent=PID` names the launcher; if it is not our parent any
+    more (it died while we started), the task exits at once, serving nothing."""
+    done = _run("--cluster", '{"ps": ["127.0.0.1:0"]}', "--exit-with-parent=1")
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+
+
+# -- --from-env: TF_CONFIG and Slurm's variables ---------------------------------
+
+def _start_env(extra: dict) -> subprocess.Popen:
+    env = child_env(extra)
+    for name in ("TF_CONFIG", "SLURM_PROCID"):
+        if name not in extra:
+            env.pop(name, None)
+    return subprocess.Popen([sys.executable, "-m", "nbcluster.server", "--from-env",
+                             "--exit-with-parent"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_from_env_tf_config_runs_a_step_across_two_tasks(procs):
+    ps_port, worker_port = free_ports(2)
+    cluster = {"ps": [f"127.0.0.1:{ps_port}"], "worker": [f"127.0.0.1:{worker_port}"]}
+    for job in ("ps", "worker"):
+        procs.append(_start_env({"TF_CONFIG": json.dumps(
+            {"cluster": cluster, "task": {"type": job, "index": 0}})}))
+    ready = [parse_ready_line(p.stdout.readline()) for p in procs]
+    assert ready == [("ps", 0, f"grpc://localhost:{ps_port}"),
+                     ("worker", 0, f"grpc://localhost:{worker_port}")]
+    import numpy as np
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device("/job:ps/task:0"):
+            w = tf.Variable(np.full((3, 3), 2.0, np.float32))
+        with tf.device("/job:worker/task:0"):
+            y = tf.reduce_sum(tf.matmul(w, w))
+        init = tf.global_variables_initializer()
+    with tf.Session(ready[1][2], graph=graph) as sess:
+        sess.run(init)
+        meta = tf.RunMetadata()
+        assert sess.run(y, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                        run_metadata=meta) == 108.0
+    devices = {d.device for d in meta.step_stats.dev_stats}
+    assert any("/job:ps/" in d for d in devices) and any("/job:worker/" in d for d in devices)
+
+
+def test_from_env_slurm_runs_the_rank_of_this_process(procs):
+    port = free_ports(1)[0]
+    procs.append(_start_env({
+        "SLURM_PROCID": "1", "SLURM_STEP_NUM_TASKS": "2", "SLURM_STEP_NODELIST": "127.0.0.1",
+        "SLURM_STEP_TASKS_PER_NODE": "2", "NBCLUSTER_SLURM_PORT_BASE": str(port - 1),
+        "NBCLUSTER_SLURM_JOBS": '{"ps": 1, "worker": 1}'}))
+    assert parse_ready_line(procs[0].stdout.readline()) == \
+        ("worker", 0, f"grpc://localhost:{port}")
+
+
+@pytest.mark.parametrize("args, env, says", [
+    (["--from-env"], {}, "neither TF_CONFIG nor Slurm's SLURM_PROCID is set"),
+    (["--from-env", "--job", "ps"], {"TF_CONFIG": "{}"}, "drop --cluster, --job and --task"),
+    (["--from-env"], {"TF_CONFIG": "{nope"}, "TF_CONFIG is not valid JSON"),
+    (["--from-env"], {"TF_CONFIG": '{"cluster": {"worker": ["127.0.0.1:0"]}}'},
+     "names no task"),
+    (["--from-env"], {"TF_CONFIG": json.dumps({"cluster": {"worker": ["127.0.0.1:0"]},
+                                               "task": {"type": "evaluator"}})},
+     "evaluator:0 is not in its cluster"),
+    (["--from-env"], {"SLURM_PROCID": "0"}, "SLURM_STEP_NUM_TASKS"),
+])
+def test_from_env_errors_are_one_line(args, env, says):
+    full = child_env(env)
+    for name in ("TF_CONFIG", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS"):
+        if name not in env:
+            full.pop(name, None)
+    done = subprocess.run([sys.executable, "-m", "nbcluster.server", *args], env=full,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nbcluster.server: error: "), done.stderr
+    assert says in lines[0]

@@ -90,6 +90,7 @@ class Worker:
         # (and RPCs with no session) use this one.
         self._default = WorkerSession((job, task), self.devices, self.resources, False, peers)
         self._sessions: dict[str, WorkerSession] = {}
+        self._default_handles: set = set()  # open sessions that use self._default
         self._graphs: dict[tuple, _Graph] = {}
         self._steps: dict[int, _Step] = {}
         # Steps ended before their RunGraph arrived (the master cancels every
@@ -107,7 +108,8 @@ class Worker:
         response = worker_pb2.GetStatusResponse(
             incarnation_start_unix_micros=int(self.started * 1e6), pid=os.getpid(),
             host=socket.gethostname(), steps_run=self.steps_run, bytes_sent=self.bytes_sent,
-            bytes_received=self.bytes_received, active_sessions=len(self._sessions),
+            bytes_received=self.bytes_received,
+            active_sessions=len(self._sessions) + len(self._default_handles),
             last_error=self.last_error, job_name=self.job, task_index=self.task)
         for d in self.devices.values():
             response.device_attributes.add(
@@ -134,6 +136,8 @@ class Worker:
             session = WorkerSession((self.job, self.task), self.devices, ResourceMgr(), True,
                                     self._default.peer)
         else:
+            with self._lock:  # counted for GetStatus's active_sessions
+                self._default_handles.add(session_handle)
             return
         with self._lock:
             self._sessions.setdefault(session_handle, session)
@@ -141,6 +145,7 @@ class Worker:
     def delete_worker_session(self, session_handle: str) -> None:
         with self._lock:
             session = self._sessions.pop(session_handle, None)
+            self._default_handles.discard(session_handle)
             for key in [k for k in self._graphs if k[0] == session_handle]:
                 del self._graphs[key]
         if session is not None and session.owns_resources:

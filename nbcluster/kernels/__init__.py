@@ -5,10 +5,12 @@ from nbcluster.kernels.registry import get_kernel_factory, has_kernel, register_
 
 __all__ = ["get_kernel_factory", "has_kernel", "register_kernel", "load_all"]
 
-FAMILIES = ("array", "control", "math", "nn", "queue", "random", "reduction", "state")
+FAMILIES = ("array", "control", "io", "math", "nn", "queue", "random", "reduction", "slicing",
+            "state", "training")
 
 
 def load_all() -> None:
-    """Imports every kernel family so the table is complete."""
+    """Imports every op family and its kernels, so a server knows every op a client sends."""
     for family in FAMILIES:
+        importlib.import_module(f"nbcluster.ops.{family}")
         importlib.import_module(f"{__name__}.{family}")

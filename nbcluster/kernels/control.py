@@ -1,4 +1,4 @@
-"""Control kernels: NoOp computes nothing and has no outputs."""
+"""Control kernels: NoOp computes nothing; StopGradient passes its input through."""
 from __future__ import annotations
 
 from nbcluster.kernels.registry import register_kernel
@@ -7,3 +7,8 @@ from nbcluster.kernels.registry import register_kernel
 @register_kernel("NoOp", "CPU", "GPU")
 def _no_op(node, device):
     return lambda ctx: ()
+
+
+@register_kernel("StopGradient", "CPU", "GPU")
+def _stop_gradient(node, device):
+    return lambda ctx, x: (x,)

@@ -40,7 +40,7 @@ def _elementwise(op_type: str, ufunc: str, out_dtype=None) -> None:
         return quiet(xp, compute)
 
 
-_UNARY = {"Neg": "negative", "Square": "square", "Sqrt": "sqrt", "Exp": "exp",
+_UNARY = {"Neg": "negative", "Sign": "sign", "Square": "square", "Sqrt": "sqrt", "Exp": "exp",
           "Log": "log", "Tanh": "tanh", "Abs": "abs"}
 _BINARY = {"AddV2": "add", "Sub": "subtract", "Mul": "multiply", "RealDiv": "true_divide",
            "Maximum": "maximum", "Minimum": "minimum"}
@@ -102,3 +102,22 @@ def _batch_matmul(node, device):
         return (xp.matmul(adjoint(x) if adj_x else x, adjoint(y) if adj_y else y),)
 
     return quiet(xp, compute)
+
+
+@register_kernel("AddN", *DEVICES)
+def _add_n(node, device):
+    xp = device.xp
+
+    def compute(ctx, first, *rest):
+        total = xp.array(first, copy=True)  # a fresh buffer: inputs stay untouched
+        for value in rest:
+            total += value
+        return (total,)
+
+    return quiet(xp, compute)
+
+
+@register_kernel("SelectV2", *DEVICES)
+def _select_v2(node, device):
+    xp = device.xp
+    return lambda ctx, cond, t, e: (xp.where(cond, t, e),)

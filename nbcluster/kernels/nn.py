@@ -68,3 +68,34 @@ def _softmax_xent(node, device):
         return xp.asarray(loss, dtype=dtype), xp.asarray(backprop, dtype=dtype)
 
     return quiet(xp, compute)
+
+
+# -- backward ops ----------------------------------------------------------------------
+@register_kernel("ReluGrad", *DEVICES)
+def _relu_grad(node, device):
+    xp, dtype = device.xp, _dtype(node)
+
+    def compute(ctx, gradients, features):
+        return (xp.asarray(xp.where(features > 0, gradients, dtype.type(0)), dtype=dtype),)
+
+    return compute
+
+
+@register_kernel("SigmoidGrad", *DEVICES)
+def _sigmoid_grad(node, device):
+    xp, dtype = device.xp, _dtype(node)
+
+    def compute(ctx, y, dy):  # d sigmoid = y (1 - y)
+        return (xp.asarray(dy * y * (1 - y), dtype=dtype),)
+
+    return quiet(xp, compute)
+
+
+@register_kernel("TanhGrad", *DEVICES)
+def _tanh_grad(node, device):
+    xp, dtype = device.xp, _dtype(node)
+
+    def compute(ctx, y, dy):  # d tanh = 1 - y^2
+        return (xp.asarray(dy * (1 - y * y), dtype=dtype),)
+
+    return quiet(xp, compute)

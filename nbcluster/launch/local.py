@@ -19,51 +19,10 @@ from typing import Optional
 from google.protobuf import json_format
 
 from nbcluster.framework.cluster_spec import ClusterSpec
+from nbcluster.launch.process import share_blas_threads, child_env, free_ports, spawn
 from nbcluster.server import parse_ready_line
 
-_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def free_ports(n: int, host: str = "127.0.0.1") -> list:
-    """`n` distinct ports free on `host` right now (bound together, then released).
-
-    Another process may still take one before it is used: bind soon after.
-    """
-    import socket
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-            s.bind((host, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def child_env(extra: Optional[dict] = None) -> dict:
-    """This environment, with this checkout of nbcluster first on PYTHONPATH."""
-    env = dict(os.environ)
-    path = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = _PACKAGE_ROOT + (os.pathsep + path if path else "")
-    env.update(extra or {})
-    return env
-
-
-_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def _share_blas_threads(env: dict, tasks: int) -> None:
-    """Splits the host's cores among the tasks' BLAS thread pools.
-
-    OpenBLAS starts one spinning thread per core in every process: with
-    several task processes on one host, two concurrent matmuls then fight
-    over the cores and a 1 ms MatMul takes 10-40 ms. A setting the user made
-    wins.
-    """
-    if not any(name in env for name in _BLAS_THREAD_VARS):
-        env["OPENBLAS_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(1, tasks)))
+__all__ = ["LocalCluster", "child_env", "free_ports"]
 
 
 class _Task:
@@ -100,7 +59,7 @@ class LocalCluster:
         self._config = None if config is None else json_format.MessageToJson(
             config, indent=None)
         self._env = child_env(env)
-        _share_blas_threads(self._env, sum(jobs.values()))
+        share_blas_threads(self._env, sum(jobs.values()))
         self._timeout = timeout
         self._logs = tempfile.TemporaryDirectory(prefix="nbcluster-tasks-")
         self._tasks = {(job, i): _Task(job, i) for job in self.spec.jobs
@@ -136,7 +95,7 @@ class LocalCluster:
         """The argv that runs task /job:`job`/task:`index`."""
         argv = [sys.executable, "-m", "nbcluster.server", "--cluster",
                 json.dumps(self.spec.as_dict()), "--job", job, "--task", str(index),
-                "--exit-with-parent"]
+                f"--exit-with-parent={os.getpid()}"]
         return argv + (["--config", self._config] if self._config else [])
 
     # -- processes -----------------------------------------------------------
@@ -144,9 +103,9 @@ class LocalCluster:
         task.target = None
         task.stderr_path = os.path.join(self._logs.name, f"{task.job}-{task.index}.stderr")
         with open(task.stderr_path, "ab") as err:
-            task.proc = subprocess.Popen(self.command(task.job, task.index), env=self._env,
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=err, text=True)
+            task.proc = spawn(self.command(task.job, task.index), env=self._env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                              text=True)
 
     def _await(self, tasks: list) -> None:
         lines: dict = {}

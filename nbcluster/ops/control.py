@@ -1,4 +1,5 @@
-"""Control ops: NoOp, and the grouping helpers built from control dependencies."""
+"""Control ops: NoOp, StopGradient, and the grouping helpers built from control
+dependencies."""
 from __future__ import annotations
 
 import builtins
@@ -20,6 +21,25 @@ def no_op(name: Optional[str] = None, graph=None) -> Operation:
     """An op that does nothing; useful as a target with control inputs."""
     graph = graph or get_default_graph()
     return graph.create_op("NoOp", [], {}, name=name or "NoOp")
+
+
+@register_op("StopGradient")
+def _stop_gradient_shape(op):
+    return [(op.inputs[0].dtype, op.inputs[0].shape)]
+
+
+def stop_gradient(input, name: Optional[str] = None) -> Tensor:  # noqa: A002 - TF's name
+    """`input` unchanged, but a wall for gradients: tf.gradients sees a constant here.
+
+    Example:
+      >>> stop_gradient(constant([1.0])).op.type
+      'StopGradient'
+    """
+    graph = graph_of(input)
+    with graph.name_scope(name or "StopGradient") as scope:
+        value = convert_to_tensor(input, name="input", graph=graph)
+        return graph.create_op("StopGradient", [value], {"T": value.dtype},
+                               name=scope).outputs[0]
 
 
 def group(*inputs, **kwargs) -> Operation:

@@ -16,7 +16,7 @@ from nbcluster.framework.graph import graph_of
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor, as_tensor_or_op, register_operator
 from nbcluster.framework.tensor_shape import TensorShape, broadcast, unknown_shape
-from nbcluster.ops.shape_inference import INDEX_TYPES, shape_error
+from nbcluster.ops.shape_inference import INDEX_TYPES, merge_shapes, shape_error
 
 # -- dtype sets (TF's OpDef type constraints) ---------------------------------
 FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
@@ -98,8 +98,8 @@ def _binary_shape(allowed: tuple, out_dtype: Optional[dtypes.DType] = None):
     return shape_fn
 
 
-_UNARY = {"Neg": NUMERIC, "Square": NUMERIC, "Sqrt": FLOAT_COMPLEX, "Exp": FLOAT_COMPLEX,
-          "Log": FLOAT_COMPLEX, "Tanh": FLOAT_COMPLEX, "Abs": REAL}
+_UNARY = {"Neg": NUMERIC, "Sign": NUMERIC, "Square": NUMERIC, "Sqrt": FLOAT_COMPLEX,
+          "Exp": FLOAT_COMPLEX, "Log": FLOAT_COMPLEX, "Tanh": FLOAT_COMPLEX, "Abs": REAL}
 _BINARY = {"AddV2": (NUMERIC, None), "Sub": (NUMERIC, None), "Mul": (NUMERIC, None),
            "RealDiv": (FLOAT_COMPLEX, None), "Maximum": (REAL, None),
            "Minimum": (REAL, None), "Pow": (FLOAT_COMPLEX + (dtypes.int32, dtypes.int64), None),
@@ -246,6 +246,72 @@ def greater(x, y, name=None) -> Tensor:
 
 def greater_equal(x, y, name=None) -> Tensor:
     return _binary("GreaterEqual", x, y, name)
+
+
+def sign(x, name=None) -> Tensor:
+    """-1, 0 or 1 by the sign of each element (op Sign)."""
+    return _unary("Sign", x, name)
+
+
+# -- add_n and select -------------------------------------------------------------
+@register_op("AddN")
+def _add_n_shape(op):
+    dtype = check_same_dtype(op, tuple(f"inputs_{i}" for i in range(len(op.inputs))))
+    check_dtype(dtype, NUMERIC, "inputs")
+    shape = unknown_shape()
+    for t in op.inputs:
+        shape = merge_shapes(op, shape, t.shape)
+    return [(dtype, shape)]
+
+
+def add_n(inputs, name=None) -> Tensor:
+    """The element-wise sum of a list of same-shaped tensors (op AddN).
+
+    Args: inputs: a non-empty list of Tensors of one numeric dtype and shape.
+      name: op name.
+    Returns: a Tensor; the one input itself when the list holds one Tensor.
+    Raises: ValueError for an empty list or shapes known to differ; TypeError
+      for mixed dtypes.
+
+    Example:
+      >>> add_n([constant([1., 2.]), constant([3., 4.])]).shape
+      TensorShape([2])
+    """
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise ValueError(f"inputs must be a non-empty list of Tensors, got {inputs!r}")
+    if len(inputs) == 1 and isinstance(as_tensor_or_op(inputs[0]), Tensor):
+        return as_tensor_or_op(inputs[0])
+    graph = graph_of(*inputs)
+    dtype = tensor_dtype(inputs)
+    with graph.as_default(), graph.name_scope(name or "AddN") as scope:
+        tensors = [to_tensor(v, dtype, f"inputs_{i}", graph) for i, v in enumerate(inputs)]
+        attrs = {"N": len(tensors), "T": tensors[0].dtype}
+        return graph.create_op("AddN", tensors, attrs, name=scope).outputs[0]
+
+
+@register_op("SelectV2")
+def _select_v2_shape(op):
+    cond, t, e = op.inputs
+    check_dtype(cond.dtype, (dtypes.bool,), "condition")
+    if t.dtype != e.dtype:
+        raise TypeError(f"Input 'e' of 'SelectV2' Op has type {e.dtype.name} that does not "
+                        f"match type {t.dtype.name} of argument 't'.")
+    shape = broadcast(broadcast(cond.shape, t.shape, op.name), e.shape, op.name)
+    return [(t.dtype, shape)]
+
+
+def where_v2(condition, x, y, name=None) -> Tensor:
+    """x where `condition` holds, else y; all three broadcast (op SelectV2).
+
+    Raises: TypeError when condition is not bool or x, y dtypes differ;
+      ValueError when the shapes do not broadcast.
+    """
+    graph = graph_of(condition, x, y)
+    dtype = tensor_dtype([x, y])
+    with graph.as_default(), graph.name_scope(name or "SelectV2") as scope:
+        cond = to_tensor(condition, dtypes.bool, "condition", graph)
+        x, y = to_tensor(x, dtype, "t", graph), to_tensor(y, dtype, "e", graph)
+        return graph.create_op("SelectV2", [cond, x, y], {"T": x.dtype}, name=scope).outputs[0]
 
 
 # -- cast -------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import broadcast, unknown_shape
 from nbcluster.ops import math as math_ops
 from nbcluster.ops import reduction
-from nbcluster.ops.shape_inference import shape_error
+from nbcluster.ops.shape_inference import merge_shapes, shape_error
 from nbcluster.ops.math import FLOAT_COMPLEX, FLOATS, REAL, apply_op, check_dtype, \
     check_same_dtype, to_tensor
 
@@ -32,6 +32,21 @@ def _same_shape(allowed: tuple, param: str):
 
 register_op("Relu")(_same_shape(REAL, "features"))
 register_op("Sigmoid")(_same_shape(FLOAT_COMPLEX, "x"))
+
+
+def _grad_shape(names: tuple, allowed: tuple):
+    """The backward ops' shape function: both inputs share one dtype and shape."""
+    def shape_fn(op):
+        dtype = check_same_dtype(op, names)
+        check_dtype(dtype, allowed, names[0])
+        return [(dtype, merge_shapes(op, op.inputs[0].shape, op.inputs[1].shape))]
+    return shape_fn
+
+
+# Backward ops the gradient rules build (TF's op and argument names).
+register_op("ReluGrad")(_grad_shape(("gradients", "features"), REAL))
+register_op("SigmoidGrad")(_grad_shape(("y", "dy"), FLOAT_COMPLEX))
+register_op("TanhGrad")(_grad_shape(("y", "dy"), FLOAT_COMPLEX))
 
 
 @register_op("Softmax")

@@ -1,13 +1,18 @@
 """`python -m nbcluster.server`: one task of a cluster, run in the foreground.
 
     python -m nbcluster.server --cluster CLUSTER --job JOB --task INDEX
-                               [--config CONFIG] [--protocol grpc] [--exit-with-parent]
+                               [--config CONFIG] [--protocol grpc] [--exit-with-parent[=PID]]
+    python -m nbcluster.server --from-env [--config CONFIG] [--exit-with-parent[=PID]]
 
 CLUSTER is a JSON object such as '{"ps": ["127.0.0.1:2222"], "worker":
 ["127.0.0.1:2223", "127.0.0.1:2224"]}' (a sparse job: {"worker": {"1":
 "host:port"}}), or the path of a file that holds one. CONFIG is a ConfigProto
 in protobuf's JSON mapping ('{"deviceCount": {"CPU": 2}}'), or a path.
 `--job` and `--task` may be left out only where the cluster leaves no choice.
+`--from-env` takes cluster, job and task from TF_CONFIG (as Kubeflow and
+Vertex set it) or else from Slurm's SLURM_* variables (every rank a "worker"
+unless NBCLUSTER_SLURM_JOBS='{"ps": 1, "worker": 3}' splits them; ports from
+NBCLUSTER_SLURM_PORT_BASE, default 8888); see `nbcluster.server.environment`.
 Port 0 in this task's address picks a free port (other tasks cannot know it).
 
 Once it serves, it prints exactly one line on stdout, flushed:
@@ -17,7 +22,9 @@ Once it serves, it prints exactly one line on stdout, flushed:
 (`nbcluster.server.parse_ready_line` reads it; the port is the real one).
 SIGTERM or SIGINT stops the gRPC server, frees the port and exits with 0; so
 does the parent's death with `--exit-with-parent` (launchers pass it, so a
-killed launcher leaves no orphan tasks).
+killed launcher leaves no orphan tasks): on Linux the kernel then sends
+SIGTERM (PR_SET_PDEATHSIG), and a poll of the parent pid backs it up. With
+`=PID` the task also exits if PID was already gone before it looked.
 Exit status 2: bad arguments, one line on stderr ("nbcluster.server: error:
 ..."); status 1: the server could not start (e.g. its port is in use).
 """
@@ -36,6 +43,7 @@ from google.protobuf import json_format
 from nbcluster import errors
 from nbcluster.proto import config_pb2
 from nbcluster.server import Server, make_server_def, ready_line
+from nbcluster.server.environment import task_from_environment
 
 PROG = "nbcluster.server"
 
@@ -47,20 +55,45 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> _Parser:
     parser = _Parser(prog=f"python -m {PROG}", description="Runs one task of a cluster.")
-    parser.add_argument("--cluster", required=True,
+    parser.add_argument("--cluster", default=None,
                         help="the cluster as a JSON object, or the path of a JSON file")
+    parser.add_argument("--from-env", action="store_true",
+                        help="cluster, job and task from TF_CONFIG or Slurm's environment")
     parser.add_argument("--job", default=None, help="this task's job name")
     parser.add_argument("--task", type=int, default=None, help="this task's index in its job")
     parser.add_argument("--config", default=None,
                         help="a ConfigProto as JSON (protobuf's mapping), or a file path")
     parser.add_argument("--protocol", default=None, help='"grpc" (the default and only one)')
-    parser.add_argument("--exit-with-parent", action="store_true",
-                        help="stop (status 0) once the process that started this one is gone")
+    parser.add_argument("--exit-with-parent", nargs="?", type=int, const=0, default=None,
+                        metavar="PID", help="stop (status 0) once the process that started "
+                        "this one (or PID, which should be it) is gone")
     return parser
 
 
-def _watch_parent(stop: threading.Event) -> None:
-    parent = os.getppid()
+def _set_parent_death_signal(sig: int) -> None:
+    """Asks Linux to send `sig` to this process when its parent dies (a no-op elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, sig, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # the poll below still notices
+
+
+def _watch_parent(stop: threading.Event, expected: int) -> None:
+    """Sets `stop` once the parent (`expected`, or the current one if 0) is gone.
+
+    The kernel's signal arrives at once; the poll covers what it cannot: a
+    parent that died before this process set the signal up.
+    """
+    _set_parent_death_signal(signal.SIGTERM)  # in the main thread: the kernel keys it there
+    parent = expected or os.getppid()
+    if os.getppid() != parent:
+        stop.set()
+        return
 
     def watch() -> None:
         while not stop.wait(0.5):
@@ -125,22 +158,37 @@ def _keep_freed_memory() -> None:
     mallopt(m_trim_threshold, 256 << 20)
 
 
+def _cluster_and_task(args: argparse.Namespace) -> tuple:
+    """(cluster, job, task) from --cluster/--job/--task or from --from-env."""
+    if args.from_env:
+        if args.cluster is not None or args.job is not None or args.task is not None:
+            raise ValueError("--from-env takes the cluster, job and task from the "
+                             "environment: drop --cluster, --job and --task")
+        task = task_from_environment(os.environ)
+        return task.cluster, task.job, task.index
+    if args.cluster is None:
+        raise ValueError("one of --cluster or --from-env is required")
+    return load_cluster(args.cluster), args.job, args.task
+
+
 def main(argv: Optional[list] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if args.exit_with_parent is not None:  # first: a parent may die while we parse
+        _watch_parent(stop, args.exit_with_parent)
     _keep_freed_memory()
     try:
-        server_def = make_server_def(load_cluster(args.cluster), args.job, args.task,
-                                     args.protocol, load_config(args.config))
+        server_def = make_server_def(*_cluster_and_task(args), args.protocol,
+                                     load_config(args.config))
     except (ValueError, TypeError) as e:
         parser.error(str(e))
     except errors.OpError as e:
         parser.error(e.message)
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    if args.exit_with_parent:
-        _watch_parent(stop)
+    if stop.is_set():  # the parent died, or a signal came, before we served
+        return 0
     try:
         server = Server(server_def)
     except errors.InvalidArgumentError as e:  # e.g. this task's address has no valid port

@@ -1,0 +1,126 @@
+"""Benchmark: steps/s of between-graph training of the 784 -> 128 -> 10 MLP on 1 ps + 2 workers.
+
+TF1's distributed-training recipe: each worker's client runs in its own
+process (`python -m benchmarks.ps_training --worker ...`), builds its own
+graph under `replica_device_setter` (weights, biases and the global step on
+/job:ps/task:0) and runs `GradientDescentOptimizer.minimize` on synthetic
+MNIST-like batches of 128 through a session on its own worker. Each step
+moves the weights (~0.4 MiB) ps -> worker and the gradients back.
+After 5 warm-up steps the workers meet at a barrier (a counter on the ps),
+then each times 200 steps. Rows: the aggregate (all steps / wall time from
+the first start to the last end) and each worker's own steps/s, with the
+final training and held-out losses; the global step is checked to equal the
+sum of all workers' steps.
+
+Run from the repository root: python -m benchmarks.ps_training
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+from benchmarks._common import REPO_ROOT, child_env, client_hugetlb, emit, local_cluster
+
+BATCH = 128
+STEPS = 200
+WARMUP = 5
+WORKERS = 2
+LR = 0.1
+TIMEOUT_S = 150.0
+
+
+def _wait_until(predicate) -> None:
+    deadline = time.monotonic() + 60
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("a barrier was not reached in 60 s")
+        time.sleep(0.01)
+
+
+def worker(cluster_json: str, task: int) -> None:
+    """One worker's client loop; prints one JSON line of its timings and losses."""
+    import nbcluster as tf
+    from nbcluster.examples.mlp import build_mlp
+    from nbcluster.examples.synthetic import Batches, mnist_like
+
+    cluster = tf.train.ClusterSpec(json.loads(cluster_json))
+    workers = cluster.num_tasks("worker")
+    x, y = mnist_like(8192, seed=1 + task)
+    eval_x, eval_y = mnist_like(1024, seed=100)
+    with tf.Graph().as_default():
+        with tf.device(tf.train.replica_device_setter(
+                worker_device=f"/job:worker/task:{task}", cluster=cluster)):
+            step = tf.train.get_or_create_global_step()
+            model = build_mlp(tf.train.GradientDescentOptimizer(LR), global_step=step)
+            ready = tf.Variable(0, trainable=False, name="bench_ready")
+            done = tf.Variable(0, trainable=False, name="bench_done")
+            mark_ready, mark_done = ready.assign_add(1), done.assign_add(1)
+        inited = [tf.is_variable_initialized(v) for v in tf.global_variables()]
+        with tf.Session("grpc://" + cluster.task_address("worker", task)) as sess:
+            if task == 0:
+                sess.run(tf.global_variables_initializer())
+            _wait_until(lambda: all(sess.run(inited)))
+            batches = Batches(x, y, BATCH, seed=task)
+            feeds = [{model.x: bx, model.labels: by}
+                     for bx, by in (batches.next() for _ in range(STEPS + WARMUP))]
+            for feed in feeds[:WARMUP]:
+                sess.run(model.train_op, feed)
+            sess.run(mark_ready)
+            _wait_until(lambda: sess.run(ready) >= workers)
+            start = time.time()
+            for feed in feeds[WARMUP:-1]:
+                sess.run(model.train_op, feed)
+            _, last_loss = sess.run([model.train_op, model.loss], feeds[-1])
+            end = time.time()
+            sess.run(mark_done)
+            _wait_until(lambda: sess.run(done) >= workers)
+            global_step = int(sess.run(step))
+            eval_loss = float(sess.run(model.loss, {model.x: eval_x, model.labels: eval_y}))
+    print(json.dumps({"task": task, "start": start, "end": end, "last_loss": float(last_loss),
+                      "eval_loss": eval_loss, "global_step": global_step}), flush=True)
+
+
+def main() -> None:
+    with local_cluster({"ps": 1, "worker": WORKERS}) as cluster:
+        spec = json.dumps(cluster.spec.as_dict())
+        procs = [subprocess.Popen([sys.executable, "-m", "benchmarks.ps_training", "--worker",
+                                   spec, "--task", str(t)], cwd=REPO_ROOT, env=child_env(),
+                                  stdout=subprocess.PIPE, text=True)
+                 for t in range(WORKERS)]
+        try:
+            rows = [json.loads(p.communicate(timeout=TIMEOUT_S)[0].strip().splitlines()[-1])
+                    for p in procs]
+        finally:
+            for p in procs:  # by pid, whatever happened above
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+    total = WORKERS * (STEPS + WARMUP)
+    assert all(r["global_step"] == total for r in rows), rows
+    wall = max(r["end"] for r in rows) - min(r["start"] for r in rows)
+    common = {"unit": "steps/s", "batch": BATCH, "steps_per_worker": STEPS,
+              "server_env": "GLIBC_TUNABLES=glibc.malloc.hugetlb=1",
+              "client_hugetlb": client_hugetlb()}
+    emit({"bench": "ps_training", "case": "mlp_784_128_10_ps1_worker2_aggregate",
+          "value": round(WORKERS * STEPS / wall, 1), "wall_s": round(wall, 3),
+          "final_eval_loss": round(max(r["eval_loss"] for r in rows), 5),
+          "global_step": rows[0]["global_step"], **common})
+    for r in rows:
+        seconds = r["end"] - r["start"]
+        emit({"bench": "ps_training", "case": f"mlp_784_128_10_ps1_worker2_w{r['task']}",
+              "value": round(STEPS / seconds, 1), "mean_ms": round(seconds / STEPS * 1e3, 3),
+              "final_loss": round(r["last_loss"], 5), **common})
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--worker", metavar="CLUSTER_JSON")
+    parser.add_argument("--task", type=int, default=0)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, args.task)
+    else:
+        main()

@@ -1,0 +1,166 @@
+"""Fault tolerance: which task failed, what becomes of its closure, when a worker is back.
+
+Rule: a task is judged by asking it (GetStatus), never by an error's text.
+A task that does not answer, or answers with another incarnation than the
+one first seen, has failed. A failed ps is fatal to the closures that need
+it (its variables are gone); a failed worker is not: its closures run
+again elsewhere, and the worker is used again once it answers.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Optional
+
+from nbcluster import errors
+from nbcluster.framework.cluster_spec import ClusterSpec
+from nbcluster.rpc import channels
+from nbcluster.rpc.worker_client import GrpcWorkerClient
+
+# Errors a probe may not explain at once (a task restarting between the
+# failed run and the probe); such a closure runs again, this many times.
+TRANSIENT_CODES = (errors.UNAVAILABLE, errors.ABORTED)
+MAX_TRANSIENT_RETRIES = 3
+PROBE_TIMEOUT_S = 5.0  # a dead task refuses at once; this bounds a hung one
+MIN_PROBE_INTERVAL_S = 0.1
+MAX_PROBE_INTERVAL_S = 1.0  # a worker back up is noticed within about this long
+
+
+_probe_locks: dict = {}
+_probe_locks_lock = threading.Lock()
+
+
+def probe(address: str, timeout: float = PROBE_TIMEOUT_S) -> Optional[tuple]:
+    """The incarnations of the task at `address`, or None if it does not answer.
+
+    A failed probe drops this process's channel to the task, so the next
+    probe connects afresh instead of waiting out gRPC's reconnect backoff
+    (which grows to two minutes). Probes of one address take turns, so
+    none uses a channel another has just closed.
+    """
+    with _probe_locks_lock:
+        lock = _probe_locks.setdefault(address, threading.Lock())
+    with lock:
+        try:
+            status = GrpcWorkerClient(address).get_status(timeout)
+        except (errors.OpError, ValueError):  # ValueError: a channel closed under us
+            channels.forget(address)
+            return None
+    return tuple(sorted(d.incarnation for d in status.device_attributes))
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """`kind`: "ps" (fatal), "worker" (retry elsewhere) or "none" (the error stands)."""
+
+    kind: str
+    error: errors.OpError
+
+
+def task_name(job: str, index: int) -> str:
+    return f"/job:{job}/replica:0/task:{index}"
+
+
+class ClusterHealth:
+    """What the coordinator knows of each ps and worker task's liveness.
+
+    Args:
+      spec: the cluster (jobs "ps" and "worker").
+      probe_timeout: seconds one GetStatus may take.
+    Raises:
+      UnavailableError: a ps task does not answer at the start.
+    """
+
+    def __init__(self, spec: ClusterSpec, probe_timeout: float = PROBE_TIMEOUT_S) -> None:
+        self._address = {(job, i): spec.task_address(job, i)
+                         for job in ("ps", "worker") for i in spec.task_indices(job)}
+        self._timeout = probe_timeout
+        self._lock = threading.Lock()
+        self._incarnation: dict = {}
+        for task, address in self._address.items():
+            found = probe(address, probe_timeout)
+            if found is None and task[0] == "ps":
+                raise errors.UnavailableError(
+                    None, None, f"Parameter server {task_name(*task)} at {address} is not "
+                                f"reachable (GetStatus failed within {probe_timeout:g}s)")
+            self._incarnation[task] = found
+
+    def is_up(self, worker: int) -> bool:
+        with self._lock:
+            return self._incarnation[("worker", worker)] is not None
+
+    def diagnose(self, worker: int, error: errors.OpError) -> Diagnosis:
+        """Which task `error`, from a closure on `worker`, is due to.
+
+        The ps tasks are asked first: a closure on a live worker fails when
+        its ps is gone, and that must not be mistaken for the worker failing.
+        """
+        ps = sorted(t for t in self._address if t[0] == "ps")
+        for task in ps + [("worker", worker)]:
+            why = self._check(task)
+            if why is None:
+                continue
+            cls = errors.UnavailableError if task[0] == "ps" else type(error)
+            return Diagnosis(task[0], cls(
+                None, None, f"{'Parameter server' if task[0] == 'ps' else 'Worker'} "
+                            f"{task_name(*task)} at {self._address[task]} {why}: "
+                            f"{error.message}"))
+        return Diagnosis("none", error)
+
+    def _check(self, task: tuple) -> Optional[str]:
+        found = probe(self._address[task], self._timeout)
+        with self._lock:
+            known = self._incarnation[task]
+            if found is None:
+                if task[0] == "worker":
+                    self._incarnation[task] = None
+                return "does not answer"
+            if known is not None and found != known:
+                if task[0] == "worker":
+                    self._incarnation[task] = None
+                return "restarted (a new incarnation)"
+        return None
+
+    def wait_until_up(self, worker: int, stopped: threading.Event) -> bool:
+        """Probes `worker` at growing intervals (capped) until it answers.
+
+        Returns: True once it answers (its incarnation is recorded), False
+          if `stopped` was set first.
+        """
+        task = ("worker", worker)
+        interval = MIN_PROBE_INTERVAL_S
+        while not stopped.is_set():
+            found = probe(self._address[task], self._timeout)
+            if found is not None:
+                with self._lock:
+                    self._incarnation[task] = found
+                return True
+            stopped.wait(interval)
+            interval = min(MAX_PROBE_INTERVAL_S, interval * 2)
+        return False
+
+
+def handle_closure_error(health: ClusterHealth, queue, worker: int, closure,
+                         error: errors.OpError) -> bool:
+    """Settles a closure that failed on `worker` with `error`.
+
+    A failed worker: the closure is queued again (first in line) for another
+    worker. A failed ps: the closure fails with an UnavailableError naming
+    it. An error no task explains stands, except that an UNAVAILABLE or
+    ABORTED one is retried a few times.
+    Returns: True if `worker` failed (its thread must wait for it to be back).
+    """
+    try:
+        diagnosis = health.diagnose(worker, error)
+    except Exception:  # noqa: BLE001 - a probe must never kill a worker thread
+        diagnosis = Diagnosis("none", error)
+    if diagnosis.kind == "worker":
+        queue.put_back(closure)
+        return True
+    if diagnosis.kind == "none" and error.error_code in TRANSIENT_CODES and \
+            closure.transient_retries < MAX_TRANSIENT_RETRIES:
+        closure.transient_retries += 1
+        queue.put_back(closure)
+        return False
+    queue.mark_failed(closure, diagnosis.error)
+    return False

@@ -1,0 +1,1 @@
+"""Example data and models shared by tests, tutorials and benchmarks (no downloads)."""

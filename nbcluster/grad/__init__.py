@@ -1,0 +1,19 @@
+"""L1: symbolic gradients: the rule table, tf.gradients and a graph-mode GradientTape.
+
+Importing the package loads every rule family, so the table is complete.
+"""
+import importlib
+
+from nbcluster.grad.registry import (NotDifferentiable, get_gradient_rule, is_declared,
+                                     register_gradient, registered_gradients)
+
+FAMILIES = ("math", "array", "nn", "reduction", "control", "slicing", "state", "io")
+
+for _family in FAMILIES:
+    importlib.import_module(f"{__name__}.{_family}")
+
+from nbcluster.grad.gradients import gradients  # noqa: E402 - after the rules load
+from nbcluster.grad.tape import GradientTape  # noqa: E402
+
+__all__ = ["GradientTape", "NotDifferentiable", "get_gradient_rule", "gradients",
+           "is_declared", "register_gradient", "registered_gradients"]

@@ -1,0 +1,11 @@
+"""Gradient declarations of the control family: NoOp, StopGradient, and the
+_Send/_Recv pair the master inserts between devices.
+
+Rule: none of them carries a gradient; StopGradient exists to block one.
+"""
+from __future__ import annotations
+
+from nbcluster.grad.registry import NotDifferentiable
+
+for _type in ("NoOp", "StopGradient", "_Send", "_Recv"):
+    NotDifferentiable(_type)

@@ -1,0 +1,82 @@
+"""Gradient rules of the nn family: Relu, Sigmoid, Softmax, softmax cross-entropy,
+and the backward ops ReluGrad, SigmoidGrad and TanhGrad themselves.
+
+Rule: where the forward op already computed what the gradient needs (the
+activation's output, the cross-entropy's backprop output), the rule uses it
+instead of recomputing.
+"""
+from __future__ import annotations
+
+from nbcluster.framework.operation import Tensor
+from nbcluster.grad.math import unbroadcast
+from nbcluster.grad.registry import register_gradient
+from nbcluster.ops import array
+from nbcluster.ops import math as m
+from nbcluster.ops import reduction
+
+
+def _backward(op_type: str, a: Tensor, b: Tensor) -> Tensor:
+    return a.graph.create_op(op_type, [a, b], {"T": a.dtype}, name=op_type).outputs[0]
+
+
+@register_gradient("Relu")
+def _relu_grad(op, grad):
+    return [_backward("ReluGrad", grad, op.outputs[0])]
+
+
+@register_gradient("Sigmoid")
+def _sigmoid_grad(op, grad):
+    return [_backward("SigmoidGrad", op.outputs[0], grad)]
+
+
+@register_gradient("ReluGrad")
+def _relu_grad_grad(op, grad):
+    features = op.inputs[1]  # piecewise linear: zero second derivative, as TF says
+    return [_backward("ReluGrad", grad, features), array.zeros_like(features)]
+
+
+@register_gradient("SigmoidGrad")
+def _sigmoid_grad_grad(op, grad):
+    y, dy = op.inputs  # out = dy * y * (1 - y)
+    gy = m.multiply(m.multiply(grad, dy), m.subtract(1.0, m.multiply(y, 2.0)))
+    return [gy, _backward("SigmoidGrad", y, grad)]
+
+
+@register_gradient("TanhGrad")
+def _tanh_grad_grad(op, grad):
+    y, dy = op.inputs  # out = dy * (1 - y^2)
+    gy = m.multiply(m.multiply(grad, dy), m.multiply(y, -2.0))
+    return [gy, _backward("TanhGrad", y, grad)]
+
+
+def _softmax_backward(softmax: Tensor, grad: Tensor) -> Tensor:
+    inner = reduction.reduce_sum(m.multiply(grad, softmax), -1, keepdims=True)
+    return m.multiply(m.subtract(grad, inner), softmax)
+
+
+@register_gradient("Softmax")
+def _softmax_grad(op, grad):
+    return [_softmax_backward(op.outputs[0], grad)]
+
+
+def _log_softmax(logits: Tensor) -> Tensor:
+    shifted = m.subtract(logits, reduction.reduce_max(logits, -1, keepdims=True))
+    return m.subtract(shifted, m.log(reduction.reduce_sum(m.exp(shifted), -1,
+                                                          keepdims=True)))
+
+
+@register_gradient("SoftmaxCrossEntropyWithLogits")
+def _xent_grad(op, grad_loss, grad_backprop):
+    logits, labels = op.inputs
+    backprop = op.outputs[1]  # softmax(logits) - labels, from the forward pass
+    g_logits = g_labels = None
+    if grad_loss is not None:
+        g = array.expand_dims(grad_loss, -1)
+        g_logits = m.multiply(g, backprop)
+        g_labels = m.multiply(m.negative(g), _log_softmax(logits))
+    if grad_backprop is not None:  # someone differentiates the backprop output too
+        extra = _softmax_backward(m.add(backprop, labels), grad_backprop)
+        g_logits = extra if g_logits is None else m.add(g_logits, extra)
+        minus = m.negative(grad_backprop)
+        g_labels = minus if g_labels is None else m.add(g_labels, minus)
+    return [unbroadcast(g_logits, logits), unbroadcast(g_labels, labels)]

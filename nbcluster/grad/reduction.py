@@ -1,0 +1,82 @@
+"""Gradient rules of the reduction family: Sum, Mean, Max, Min (ArgMax, ArgMin and
+Range are NotDifferentiable).
+
+Rule: the incoming gradient is first given back the reduced axes as size-1
+dimensions (statically when the axes and the input rank are known, else
+with a mask computed at run time), then broadcast to the input's shape.
+"""
+from __future__ import annotations
+
+from nbcluster.framework import dtypes
+from nbcluster.framework.operation import Tensor
+from nbcluster.grad.registry import NotDifferentiable, register_gradient
+from nbcluster.ops import array
+from nbcluster.ops import math as m
+from nbcluster.ops import reduction
+from nbcluster.ops.shape_inference import constant_value
+from nbcluster.ops.slicing import broadcast_to
+
+for _type in ("ArgMax", "ArgMin", "Range"):
+    NotDifferentiable(_type)
+
+
+def _kept(op, value: Tensor) -> Tensor:
+    """`value`, of the reduction's output shape, with reduced axes back as size 1."""
+    if op.get_attr("keep_dims"):
+        return value
+    x, axes_t = op.inputs
+    axes, rank = constant_value(axes_t), x.shape.rank
+    if axes is not None and rank is not None:
+        for a in sorted({int(a) % rank for a in axes.reshape(-1)}):
+            value = array.expand_dims(value, a)
+        return value
+    return array.reshape(value, _kept_shape_at_run_time(x, axes_t))
+
+
+def _kept_shape_at_run_time(x: Tensor, axes: Tensor) -> Tensor:
+    # shape(x) with a 1 wherever an axis (or axis - rank) names the position.
+    x_shape = array.shape(x)
+    rank = array.rank(x)
+    positions = array.expand_dims(reduction.range(0, rank), 1)
+    wanted = array.reshape(m.cast(axes, dtypes.int32), [1, -1])
+    hits = m.add(m.cast(m.equal(positions, wanted), dtypes.int32),
+                 m.cast(m.equal(m.subtract(positions, rank), wanted), dtypes.int32))
+    reduced = m.greater(reduction.reduce_sum(hits, 1), 0)
+    return m.where_v2(reduced, array.ones_like(x_shape), x_shape)
+
+
+def _spread(op, grad: Tensor) -> Tensor:
+    x = op.inputs[0]
+    kept = _kept(op, grad)
+    if kept.shape.is_fully_defined() and x.shape.is_fully_defined() \
+            and kept.shape.as_list() == x.shape.as_list():
+        return kept
+    return broadcast_to(kept, array.shape(x))
+
+
+@register_gradient("Sum")
+def _sum_grad(op, grad):
+    return [_spread(op, grad), None]
+
+
+@register_gradient("Mean")
+def _mean_grad(op, grad):
+    x, y = op.inputs[0], op.outputs[0]
+    if x.shape.is_fully_defined() and y.shape.is_fully_defined():
+        count = max(x.shape.num_elements(), 1) // max(y.shape.num_elements(), 1)
+        return [m.realdiv(_spread(op, grad), float(max(count, 1))), None]
+    count = m.realdiv(m.cast(array.size(x), x.dtype),
+                      m.cast(m.maximum(array.size(y), 1), x.dtype))
+    return [m.realdiv(_spread(op, grad), count), None]
+
+
+def _extreme_grad(op, grad):
+    # The gradient is shared equally among the elements that attain the extreme.
+    x, y = op.inputs[0], op.outputs[0]
+    hits = m.cast(m.equal(x, _kept(op, y)), x.dtype)
+    count = reduction.reduce_sum(hits, op.inputs[1], keepdims=True)
+    return [m.multiply(m.realdiv(hits, count), _kept(op, grad)), None]
+
+
+register_gradient("Max")(_extreme_grad)
+register_gradient("Min")(_extreme_grad)

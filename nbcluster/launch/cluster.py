@@ -1,0 +1,362 @@
+"""Cluster: the task servers of one cluster, started by a launcher (or connected to).
+
+Rules: a task is ready when it answers GetStatus as itself, never after a
+sleep; ports the cluster picked are picked again (the whole start retried)
+when one was taken before its task bound it; every process started is
+stopped by `stop()`, by garbage collection or at exit, and dies by itself
+when this process dies (`launcher.py`). A connected cluster owns nothing.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import signal
+import tempfile
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
+
+from google.protobuf import json_format
+
+from nbcluster.framework.cluster_spec import ClusterSpec, join_address, parse_address
+from nbcluster.launch import table
+from nbcluster.launch.errors import LaunchError
+from nbcluster.launch.launcher import LocalLauncher, log_tail, stop_all
+from nbcluster.launch.startup import Task, await_tasks
+from nbcluster.launch.status import StatusClient, TaskStatus, task_status
+from nbcluster.proto import config_pb2
+
+__all__ = ["Cluster", "TaskStatus", "LaunchError"]
+
+_ATTEMPTS = 3  # whole starts tried when a picked port was taken meanwhile
+_names = itertools.count(1)
+
+
+def _job_counts(ps, worker, jobs) -> dict:
+    jobs = dict(jobs) if jobs is not None else {"ps": ps, "worker": worker}
+    for job, n in jobs.items():
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise TypeError(f"The task count of job {job!r} must be an int, not {n!r}")
+        if n < 0:
+            raise ValueError(f"The task count of job {job!r} must be >= 0, not {n}")
+    jobs = {job: n for job, n in jobs.items() if n}
+    if not jobs:
+        raise ValueError("A cluster needs at least one task; every job count is 0")
+    return jobs
+
+
+def _config_json(config) -> Optional[str]:
+    if config is None:
+        return None
+    if not isinstance(config, config_pb2.ConfigProto):
+        if not hasattr(config, "SerializeToString"):
+            raise TypeError(f"config must be a ConfigProto, not {type(config).__name__}")
+        config = config_pb2.ConfigProto.FromString(config.SerializeToString())
+    return json_format.MessageToJson(config, indent=None)
+
+
+def _make_launcher(launcher, options: dict):
+    if launcher == "local":
+        return LocalLauncher(**options)
+    if launcher == "ssh":
+        from nbcluster.launch.ssh import SSHLauncher
+        return SSHLauncher(**options)
+    if isinstance(launcher, str):
+        raise ValueError(f"Unknown launcher {launcher!r}: use 'local', 'ssh' or a launcher "
+                         f"object")
+    if options:
+        raise TypeError(f"Launcher options {sorted(options)} go to the launcher object itself")
+    return launcher
+
+
+def _shutdown(tasks: dict, launcher, status: StatusClient, logdir: list, grace: float) -> None:
+    """Closes the status channels (before their servers go: no GOAWAY noise), stops
+    every task process (all asked at once), then removes the logs."""
+    status.close()
+    stop_all([t.process for t in tasks.values() if t.process is not None], grace)
+    for t in tasks.values():
+        t.state = "stopped"
+    if launcher is not None:
+        launcher.close()
+    if logdir:
+        shutil.rmtree(logdir.pop(), ignore_errors=True)
+
+
+class Cluster:
+    """The tasks of one cluster, each a `python -m nbcluster.server` process.
+
+    Build one with `Cluster.local`, `Cluster.ssh`, `Cluster.from_spec` or
+    `Cluster.connect`, not with the constructor.
+
+    Example:
+      >>> with Cluster.local(ps=1, worker=2) as cluster:
+      ...     cluster.target("worker", 0).startswith("grpc://127.0.0.1:")
+      True
+    """
+
+    def __init__(self, tasks: list, launcher, name: Optional[str], config=None) -> None:
+        self.name = name or f"cluster-{next(_names)}"
+        self._tasks = {(t.job, t.index): t for t in tasks}
+        self._launcher = launcher  # None: connected, owns no process
+        self._config = _config_json(config)
+        self._status = StatusClient()
+        self._logdir: list = []
+        self._stopped = False
+        self._finalizer = weakref.finalize(self, _shutdown, self._tasks, launcher,
+                                           self._status, self._logdir, 2.0)
+
+    # -- construction --------------------------------------------------------
+    @classmethod
+    def local(cls, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None, config=None,
+              env: Optional[dict] = None, host: str = "127.0.0.1", timeout: float = 60.0,
+              name: Optional[str] = None) -> "Cluster":
+        """Starts `ps` + `worker` tasks (or `jobs`, e.g. {"chief": 1, "worker": 3}) here.
+
+        Args:
+          config: a ConfigProto, every task's default session config.
+          env: extra environment variables for the task processes.
+          host: the address every task binds.
+          timeout: seconds for every task to answer GetStatus.
+        Returns:
+          A started Cluster.
+        Raises:
+          LaunchError: a task did not start (its log tail is quoted).
+          TypeError, ValueError: bad job counts.
+        """
+        jobs = _job_counts(ps, worker, jobs)
+        tasks = [Task(job, i, host, 0) for job, n in jobs.items() for i in range(n)]
+        return cls._started(tasks, LocalLauncher(env=env), name, config, timeout)
+
+    @classmethod
+    def ssh(cls, hosts, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None,
+            python: str = "python3", user: Optional[str] = None, key: Optional[str] = None,
+            port: int = 22, ssh_options=(), config=None, env: Optional[dict] = None,
+            timeout: float = 60.0, name: Optional[str] = None) -> "Cluster":
+        """Starts tasks over SSH on `hosts`, assigned round robin, ps tasks first.
+
+        Args:
+          hosts: host names (or one); each task binds its host's name.
+          python: the remote interpreter that can import nbcluster.
+          user, key, port, ssh_options: for the `ssh` client (see ssh.py).
+          env: environment variables for the remote tasks (PYTHONPATH, say).
+        Raises:
+          LaunchError: a host cannot be reached (one line naming it) or a task
+            did not start (its log tail is quoted).
+        """
+        from nbcluster.launch.ssh import SSHLauncher
+        hosts = [hosts] if isinstance(hosts, str) else list(hosts)
+        if not hosts or not all(isinstance(h, str) and h for h in hosts):
+            raise ValueError(f"hosts must be a non-empty list of host names, not {hosts!r}")
+        jobs = _job_counts(ps, worker, jobs)
+        slots = itertools.cycle(hosts)
+        tasks = [Task(job, i, next(slots), 0) for job, n in jobs.items() for i in range(n)]
+        launcher = SSHLauncher(python=python, user=user, key=key, port=port,
+                               ssh_options=ssh_options, env=env)
+        return cls._started(tasks, launcher, name, config, timeout)
+
+    @classmethod
+    def from_spec(cls, spec, launcher="local", *, config=None, timeout: float = 60.0,
+                  name: Optional[str] = None, **launcher_options) -> "Cluster":
+        """Starts one task per address of `spec` (port 0: a free port is picked).
+
+        Args:
+          spec: a ClusterSpec or dict.
+          launcher: "local", "ssh" or a launcher object; `launcher_options` go
+            to the named one (env=, python=, user=, ...).
+        """
+        spec = ClusterSpec(spec)
+        tasks = [Task(job, i, *parse_address(spec.task_address(job, i)))
+                 for job in spec.jobs for i in spec.task_indices(job)]
+        return cls._started(tasks, _make_launcher(launcher, launcher_options), name, config,
+                            timeout)
+
+    @classmethod
+    def connect(cls, spec, *, timeout: float = 10.0, name: Optional[str] = None) -> "Cluster":
+        """The servers of `spec`, which someone else started: `stop()` kills none.
+
+        Raises:
+          TimeoutError: some task did not answer GetStatus within `timeout`.
+        """
+        spec = ClusterSpec(spec)
+        tasks = [Task(job, i, *parse_address(spec.task_address(job, i)))
+                 for job in spec.jobs for i in spec.task_indices(job)]
+        for task in tasks:
+            task.state = "up"
+        cluster = cls(tasks, None, name)
+        try:
+            cluster.wait_ready(timeout)
+        except BaseException:
+            cluster.stop()
+            raise
+        return cluster
+
+    @classmethod
+    def _started(cls, tasks: list, launcher, name, config, timeout: float) -> "Cluster":
+        cluster = cls(tasks, launcher, name, config)
+        try:
+            cluster._launch(timeout)
+        except BaseException:
+            cluster.stop()
+            raise
+        return cluster
+
+    def _launch(self, timeout: float) -> None:
+        self._logdir.append(tempfile.mkdtemp(prefix=f"nbcluster-{os.getpid()}-"))
+        picked = [t for t in self._tasks.values() if t.requested_port == 0]
+        for attempt in range(1, _ATTEMPTS + 1):
+            self._pick_ports(picked, timeout)
+            for task in self._tasks.values():
+                self._start(task)
+            taken = await_tasks(list(self._tasks.values()), self._status, timeout)
+            if not taken:
+                return
+            stuck = [t for t in taken if t.requested_port != 0]
+            if stuck or attempt == _ATTEMPTS:
+                t = (stuck or taken)[0]
+                raise LaunchError(f"task {t.name} could not bind {t.address} "
+                                  f"{'' if stuck else f'in {_ATTEMPTS} tries '}(the port is "
+                                  f"taken); its log ends:\n{log_tail(t.log_path, 20)}")
+            # ports move, and every task must learn them: start all again
+            stop_all([t.process for t in self._tasks.values()], 1.0)
+
+    def _pick_ports(self, picked: list, timeout: float) -> None:
+        hosts = list(dict.fromkeys(t.host for t in self._tasks.values()))
+        wanted = {h: [t for t in picked if t.host == h] for h in hosts}
+        with ThreadPoolExecutor(max_workers=min(16, len(hosts))) as pool:
+            ports = dict(zip(hosts, pool.map(lambda h: self._launcher.free_ports(
+                h, len(wanted[h]), timeout), hosts)))
+        for host, tasks in wanted.items():
+            for task, port in zip(tasks, ports[host]):
+                task.address = join_address(host, port)
+
+    def _start(self, task: Task) -> None:
+        task.log_path = os.path.join(self._logdir[0], f"{task.job}-{task.index}.log")
+        args = ["--cluster", json.dumps(self.spec.as_dict()), "--job", task.job,
+                "--task", str(task.index)] + (["--config", self._config] if self._config else [])
+        on_host = sum(t.host == task.host for t in self._tasks.values())
+        task.state = "starting"
+        self._status.forget(task.address)  # a fresh channel, no stale backoff
+        task.process = self._launcher.start(task.host, args, task.log_path, on_host)
+
+    # -- queries ---------------------------------------------------------------
+    @property
+    def spec(self) -> ClusterSpec:
+        jobs: dict = {}
+        for (job, index), task in sorted(self._tasks.items()):
+            jobs.setdefault(job, {})[index] = task.address
+        return ClusterSpec(jobs)
+
+    @property
+    def targets(self) -> dict:
+        return {key: f"grpc://{t.address}" for key, t in self._tasks.items()}
+
+    def _task(self, job: str, index: int) -> Task:
+        task = self._tasks.get((job, index))
+        if task is None:
+            raise ValueError(f"Cluster {self.name!r} has no task /job:{job}/task:{index} "
+                             f"(tasks: {', '.join(t.name for t in self._tasks.values())})")
+        return task
+
+    def target(self, job: str = "worker", index: int = 0) -> str:
+        """"grpc://host:port" of task /job:`job`/task:`index` (ValueError if none)."""
+        return f"grpc://{self._task(job, index).address}"
+
+    def status(self, timeout: float = 2.0) -> list:
+        """A TaskStatus per task, from each one's GetStatus (asked concurrently)."""
+        asked = {key: t.address for key, t in self._tasks.items()
+                 if not self._stopped and (t.process is None or t.process.poll() is None)}
+        answers = self._status.get_many(asked, timeout) if asked else {}
+        out = []
+        for key, t in sorted(self._tasks.items()):
+            response = answers.get(key)
+            if self._stopped or t.state == "stopped":
+                state = "stopped"
+            elif t.process is not None and t.process.poll() is not None:
+                state = "failed"
+            elif response is not None:
+                state = t.state = "up"
+            else:
+                state = "starting" if t.state == "starting" else "down"
+            pid = t.process.server_pid if t.process is not None else None
+            out.append(task_status(t.job, t.index, t.address, response, state, pid,
+                                   t.host_name or t.host))
+        return out
+
+    def logs(self, job: str, index: int, tail: int = 50) -> str:
+        """The last `tail` lines of the task's stdout+stderr ("" once stopped or if
+        this cluster did not start it)."""
+        return log_tail(self._task(job, index).log_path, tail) if self._logdir else ""
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Returns once every task answers GetStatus.
+
+        Raises:
+          TimeoutError: naming the tasks that did not answer within `timeout`.
+        """
+        silent = await_tasks(list(self._tasks.values()), self._status, timeout,
+                             raise_on_failure=False)
+        if silent:
+            raise TimeoutError(f"Cluster {self.name!r}: no GetStatus answer within {timeout:g}s "
+                               f"from {', '.join(t.name + ' at ' + t.address for t in silent)}")
+
+    # -- control ------------------------------------------------------------
+    def _owned(self, job: str, index: int, what: str) -> Task:
+        task = self._task(job, index)
+        if self._launcher is None:
+            raise LaunchError(f"Cluster {self.name!r} was connected to, not started: it "
+                              f"cannot {what} {task.name}")
+        if self._stopped:
+            raise LaunchError(f"Cluster {self.name!r} is stopped: it cannot {what} {task.name}")
+        return task
+
+    def kill(self, job: str, index: int, sig: int = signal.SIGKILL) -> None:
+        """Sends `sig` to the task's server process; waits for it to end if `sig` ends it."""
+        task = self._owned(job, index, "kill")
+        if task.process is None:
+            return
+        task.process.signal(sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
+            task.process.stop(10.0)
+            task.state = "stopped"
+
+    def restart(self, job: str, index: int) -> str:
+        """Kills the task (if alive) and starts it again at its address; its target.
+
+        Raises:
+          LaunchError: it did not come back (its log tail is quoted).
+        """
+        task = self._owned(job, index, "restart")
+        if task.process is not None:
+            task.process.signal(signal.SIGKILL)
+            task.process.stop(10.0)
+        self._start(task)
+        await_tasks([task], self._status, 60.0, raise_on_bind=True)
+        return f"grpc://{task.address}"
+
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGTERM every task started, SIGKILL after `grace` s; reaps all. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._finalizer.detach()
+        _shutdown(self._tasks, self._launcher, self._status, self._logdir, grace)
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- display ----------------------------------------------------------------
+    def _title(self) -> str:
+        kind = "connected" if self._launcher is None else self._launcher.kind
+        return (f"Cluster {self.name!r} ({kind}, {len(self._tasks)} tasks"
+                f"{', stopped' if self._stopped else ''})")
+
+    def __repr__(self) -> str:
+        return table.text_table(self._title(), self.status(timeout=1.0))
+
+    def _repr_html_(self) -> str:
+        return table.html_table(self._title(), self.status(timeout=1.0))

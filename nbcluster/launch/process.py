@@ -1,0 +1,90 @@
+"""Spawning task processes: their environment, free ports, and one long-lived spawner thread.
+
+Every task process is forked by one thread that lives as long as this
+process: Linux's parent-death signal (which `--exit-with-parent` sets in the
+task) fires when the *thread* that forked the task ends, and a notebook may
+create clusters from short-lived threads.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import socket
+import subprocess
+import threading
+from concurrent.futures import Future
+from typing import Optional
+
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list:
+    """`n` distinct ports free on `host` right now (bound together, then released).
+
+    Another process may still take one before it is used: bind soon after.
+    """
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def child_env(extra: Optional[dict] = None) -> dict:
+    """This environment, with this checkout of nbcluster first on PYTHONPATH."""
+    env = dict(os.environ)
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = _PACKAGE_ROOT + (os.pathsep + path if path else "")
+    env.update(extra or {})
+    return env
+
+
+_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def share_blas_threads(env: dict, tasks: int) -> None:
+    """Splits the host's cores among the tasks' BLAS thread pools.
+
+    OpenBLAS starts one spinning thread per core in every process: with
+    several task processes on one host, two concurrent matmuls then fight
+    over the cores and a 1 ms MatMul takes 10-40 ms. A setting the user made
+    wins.
+    """
+    if not any(name in env for name in _BLAS_THREAD_VARS):
+        env["OPENBLAS_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(1, tasks)))
+
+
+# -- spawning from one thread that lives as long as the process ----------------
+_requests: "queue.Queue" = queue.Queue()
+_spawner: Optional[threading.Thread] = None
+_spawner_lock = threading.Lock()
+
+
+def _serve_spawns() -> None:
+    while True:
+        future, argv, kwargs = _requests.get()
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(subprocess.Popen(argv, **kwargs))
+            except BaseException as e:  # handed to the caller, who re-raises it
+                future.set_exception(e)
+
+
+def spawn(argv: list, **kwargs) -> subprocess.Popen:
+    """subprocess.Popen(argv, **kwargs), forked from the process-long spawner thread."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or not _spawner.is_alive():
+            _spawner = threading.Thread(target=_serve_spawns, name="nbcluster-spawner",
+                                        daemon=True)
+            _spawner.start()
+    future: Future = Future()
+    _requests.put((future, argv, kwargs))
+    return future.result()
+
+

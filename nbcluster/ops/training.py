@@ -1,0 +1,130 @@
+"""Fused optimizer update ops (TF's training_ops): ApplyGradientDescent, ApplyMomentum,
+ApplyAdagrad, ApplyAdam.
+
+Rule: each op takes its variable's reference (and its slots' references) as
+ref inputs, so the placer puts it with the variable, and updates them in place;
+the output is the variable's reference, as in TF. Input order and attr names
+are TF's, so a GraphDef written by TF runs here. Dtypes and shapes are checked
+when the graph is built: every float input shares the variable's dtype
+(TypeError), hyperparameters are scalars and the gradient has the variable's
+shape (ValueError).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from nbcluster.framework.graph import graph_of
+from nbcluster.framework.op_registry import register_op
+from nbcluster.framework.operation import Tensor, as_tensor_or_op
+from nbcluster.ops.math import FLOATS, check_dtype, to_tensor
+from nbcluster.ops.shape_inference import shape_error
+
+# op type -> (input names in TF's order, how many leading inputs are refs,
+#             index of the gradient input, extra bool attrs and their defaults)
+SIGNATURES = {
+    "ApplyGradientDescent": (("var", "alpha", "delta"), 1, 2, {}),
+    "ApplyMomentum": (("var", "accum", "lr", "grad", "momentum"), 2, 3,
+                      {"use_nesterov": False}),
+    "ApplyAdagrad": (("var", "accum", "lr", "grad"), 2, 3, {"update_slots": True}),
+    "ApplyAdam": (("var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1", "beta2",
+                   "epsilon", "grad"), 3, 9, {"use_nesterov": False}),
+}
+
+
+def _shape_fn(op_type: str):
+    names, n_refs, grad_index, _ = SIGNATURES[op_type]
+
+    def shape_fn(op):
+        var = op.inputs[0]
+        check_dtype(var.dtype, FLOATS, "var")
+        for name, t in zip(names, op.inputs):
+            if t.dtype != var.dtype:
+                raise TypeError(f"Input '{name}' of '{op_type}' Op has type {t.dtype.name} "
+                                f"that does not match type {var.dtype.name} of argument "
+                                f"'var'.")
+        for i, (name, t) in enumerate(zip(names, op.inputs)):
+            if i < n_refs or i == grad_index:
+                if not var.shape.is_compatible_with(t.shape):
+                    raise shape_error(op, f"'{name}' has shape {t.shape}, but 'var' has "
+                                          f"shape {var.shape}; they must match")
+            elif t.shape.rank not in (None, 0):
+                raise shape_error(op, f"'{name}' must be a scalar, but has shape {t.shape}")
+        return [(var.dtype, var.shape)]
+    return shape_fn
+
+
+for _type, (_names, _refs, _, _) in SIGNATURES.items():
+    register_op(_type, stateful=True, ref_inputs=tuple(range(_refs)),
+                ref_outputs=(0,))(_shape_fn(_type))
+
+
+def _ref(value, what: str) -> Tensor:
+    """The reference tensor of a Variable (or a ref tensor as given)."""
+    ref = as_tensor_or_op(value)
+    if not isinstance(ref, Tensor):
+        raise TypeError(f"'{what}' must be a tf.Variable or its reference tensor, got "
+                        f"{value!r}")
+    return ref
+
+
+def apply_training_op(op_type: str, values: list, use_locking: bool = False,
+                      name: Optional[str] = None, **attrs) -> Tensor:
+    """Builds one fused update op, colocated with its variable; returns its output.
+
+    Args:
+      op_type: a key of SIGNATURES.
+      values: the inputs in TF's order: the ref inputs (Variables or reference
+        tensors) first, then tensors or Python numbers (converted to the
+        variable's dtype).
+      use_locking: hold the variables' locks for the whole update.
+      name: the op's name (default: `op_type`).
+      **attrs: the op's extra bool attrs (use_nesterov, update_slots).
+    Returns: the updated variable's reference tensor.
+    Raises:
+      TypeError: a ref input is not a variable, or dtypes disagree.
+      ValueError: shapes disagree, or an unknown attr is given.
+    """
+    names, n_refs, _, defaults = SIGNATURES[op_type]
+    unknown = set(attrs) - set(defaults)
+    if unknown:
+        raise ValueError(f"{op_type} has no attr named {sorted(unknown)}")
+    refs = [_ref(v, n) for v, n in zip(values[:n_refs], names)]
+    graph = graph_of(refs[0])
+    dtype = refs[0].dtype
+    with graph.as_default(), graph.colocate_with(refs[0].op):
+        rest = [to_tensor(v, dtype, n, graph)
+                for v, n in zip(values[n_refs:], names[n_refs:])]
+        full = {"T": dtype, "use_locking": bool(use_locking), **defaults,
+                **{k: bool(v) for k, v in attrs.items()}}
+        return graph.create_op(op_type, refs + rest, full, name=name or op_type).outputs[0]
+
+
+def apply_gradient_descent(var, alpha, delta, use_locking: bool = False,
+                           name: Optional[str] = None) -> Tensor:
+    """var -= alpha * delta (op ApplyGradientDescent)."""
+    return apply_training_op("ApplyGradientDescent", [var, alpha, delta], use_locking, name)
+
+
+def apply_momentum(var, accum, lr, grad, momentum, use_locking: bool = False,
+                   name: Optional[str] = None, use_nesterov: bool = False) -> Tensor:
+    """accum = accum * momentum + grad; var -= lr * accum, or with Nesterov
+    var -= lr * grad + lr * momentum * accum (op ApplyMomentum)."""
+    return apply_training_op("ApplyMomentum", [var, accum, lr, grad, momentum], use_locking,
+                             name, use_nesterov=use_nesterov)
+
+
+def apply_adagrad(var, accum, lr, grad, use_locking: bool = False, update_slots: bool = True,
+                  name: Optional[str] = None) -> Tensor:
+    """accum += grad ** 2; var -= lr * grad / sqrt(accum) (op ApplyAdagrad)."""
+    return apply_training_op("ApplyAdagrad", [var, accum, lr, grad], use_locking, name,
+                             update_slots=update_slots)
+
+
+def apply_adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,
+               use_locking: bool = False, use_nesterov: bool = False,
+               name: Optional[str] = None) -> Tensor:
+    """Adam's update with bias correction lr * sqrt(1 - beta2_power) / (1 - beta1_power)
+    (op ApplyAdam)."""
+    return apply_training_op("ApplyAdam", [var, m, v, beta1_power, beta2_power, lr, beta1,
+                                           beta2, epsilon, grad], use_locking, name,
+                             use_nesterov=use_nesterov)

@@ -1,0 +1,79 @@
+"""The gradient table: duplicates refused, NotDifferentiable, lookup, and the sweep
+that every registered op type has a gradient or a NotDifferentiable declaration.
+
+Sweep rule: op types registered with `stateful=True` (variables, queues,
+random sources, training updates, save/restore) need no declaration; they
+never lie on a differentiable path. Everything else must be declared.
+"""
+import importlib
+import pkgutil
+
+import pytest
+
+import nbcluster  # noqa: F401 - registers ops defined outside ops/ (Const, _Send, ...)
+import nbcluster.distributed.send_recv  # noqa: F401 - _Send/_Recv
+import nbcluster.kernels
+import nbcluster.ops
+from nbcluster.framework.op_registry import registered_ops
+from nbcluster.grad import registry
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _load_all_families() -> None:
+    for package in (nbcluster.ops, nbcluster.kernels):
+        for info in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"{package.__name__}.{info.name}")
+    nbcluster.kernels.load_all()
+
+
+def test_every_stateless_op_has_a_gradient_or_is_not_differentiable():
+    _load_all_families()
+    missing = sorted(name for name, op_def in registered_ops().items()
+                     if not op_def.stateful and not registry.is_declared(name))
+    assert not missing, f"op types with neither a gradient nor NotDifferentiable: {missing}"
+
+
+def test_every_declared_type_is_a_registered_op():
+    _load_all_families()
+    ops = registered_ops()
+    stray = sorted(name for name in registry.registered_gradients() if name not in ops)
+    assert not stray, f"gradients declared for unknown op types: {stray}"
+
+
+def test_core_ops_have_real_rules():
+    for op_type in ("MatMul", "BatchMatMulV2", "AddV2", "Sub", "Mul", "RealDiv", "Neg",
+                    "Sum", "Mean", "Max", "Min", "Reshape", "Transpose", "ConcatV2", "Pack",
+                    "ExpandDims", "Squeeze", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt",
+                    "Square", "Abs", "Pow", "Softmax", "SoftmaxCrossEntropyWithLogits",
+                    "Identity", "Cast", "Maximum", "Minimum", "AddN"):
+        assert callable(registry.get_gradient_rule(op_type)), op_type
+    for op_type in ("Shape", "Size", "Rank", "ArgMax", "Equal", "StopGradient", "Const",
+                    "BroadcastGradientArgs"):
+        assert registry.get_gradient_rule(op_type) is None, op_type
+
+
+def test_duplicates_are_refused():
+    with pytest.raises(KeyError, match="'MatMul' is already registered"):
+        registry.register_gradient("MatMul")(lambda op, grad: [None, None])
+    with pytest.raises(KeyError, match="'Shape' is already registered"):
+        registry.NotDifferentiable("Shape")
+    with pytest.raises(KeyError, match="'Relu' is already registered"):
+        registry.NotDifferentiable("Relu")
+
+
+def test_bad_op_type_and_unknown_lookup():
+    with pytest.raises(TypeError, match="op_type must be a string, got 3"):
+        registry.register_gradient(3)
+    with pytest.raises(TypeError, match="must be a string"):
+        registry.NotDifferentiable(None)
+    with pytest.raises(LookupError, match="No gradient defined for op type: NoSuchOp"):
+        registry.get_gradient_rule("NoSuchOp")
+
+
+def test_register_and_use_a_new_rule(monkeypatch):
+    monkeypatch.setattr(registry, "_RULES", dict(registry._RULES))
+    rule = registry.register_gradient("FakeOpForTest")(lambda op, grad: [grad])
+    assert registry.get_gradient_rule("FakeOpForTest") is rule
+    assert registry.is_declared("FakeOpForTest")
+    assert not registry.is_declared("AnotherFakeOp")

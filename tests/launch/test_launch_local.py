@@ -1,0 +1,246 @@
+"""Cluster.local: tasks as processes, ready by GetStatus, logs, restart, kill, stop, display."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+
+import numpy as np
+import pytest
+
+import nbcluster as tf
+from nbcluster.launch import Cluster, LaunchError, LocalLauncher, TaskStatus
+from launch_pids import kill_pids, pid_alive, wait_gone
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def clusters():
+    """Clusters to stop at teardown; their task pids are killed if stop() left any."""
+    started: list = []
+    yield started
+    for cluster in started:
+        pids = [s.pid for s in cluster.status(timeout=0.5) if s.pid]
+        cluster.stop(grace=2.0)
+        kill_pids(wait_gone(pids, 5.0))
+
+
+def _step(target: str) -> np.ndarray:
+    """A variable on ps:0 read by a matmul on worker:1, run from `target`."""
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device("/job:ps/task:0"):
+            w = tf.Variable(np.arange(4, dtype=np.float32).reshape(2, 2), name="w")
+        with tf.device("/job:worker/task:1"):
+            y = tf.matmul(w, w)
+        init = tf.global_variables_initializer()
+    with tf.Session(target, graph=graph) as sess:
+        sess.run(init)
+        return sess.run(y)
+
+
+def test_local_cluster_runs_a_step_and_reports_each_task(clusters):
+    cluster = Cluster.local(ps=1, worker=2, name="t")
+    clusters.append(cluster)
+    assert cluster.name == "t"
+    assert set(cluster.targets) == {("ps", 0), ("worker", 0), ("worker", 1)}
+    assert cluster.spec.jobs == ["ps", "worker"] and cluster.spec.num_tasks("worker") == 2
+    for (job, index), target in cluster.targets.items():
+        assert target == "grpc://" + cluster.spec.task_address(job, index)
+        assert target.startswith("grpc://127.0.0.1:") and not target.endswith(":0")
+    w = np.arange(4, dtype=np.float32).reshape(2, 2)
+    np.testing.assert_allclose(_step(cluster.target("worker", 0)), w @ w)
+    statuses = cluster.status()
+    assert all(isinstance(s, TaskStatus) for s in statuses)
+    assert [(s.job, s.index, s.state) for s in statuses] == \
+        [("ps", 0, "up"), ("worker", 0, "up"), ("worker", 1, "up")]
+    pids = {s.pid for s in statuses}
+    assert len(pids) == 3 and os.getpid() not in pids and all(pid_alive(p) for p in pids)
+    worker1 = statuses[2]
+    assert worker1.devices == ("/job:worker/replica:0/task:1/device:CPU:0",)
+    assert worker1.steps_run >= 1 and worker1.uptime_s is not None and worker1.uptime_s >= 0
+    assert worker1.host == socket.gethostname() and worker1.target == cluster.target("worker", 1)
+    assert statuses[0].bytes_sent > 0  # the variable went from ps to worker 1
+    cluster.wait_ready(timeout=10)
+    assert "serving /job:worker/task:0" in cluster.logs("worker", 0)
+    cluster.stop()
+    assert wait_gone(pids, 10) == []
+    assert {s.state for s in cluster.status()} == {"stopped"}
+    cluster.stop()  # idempotent
+
+
+def test_jobs_override_ps_and_worker_and_drop_empty_jobs(clusters):
+    cluster = Cluster.local(jobs={"chief": 1, "worker": 1, "evaluator": 0})
+    clusters.append(cluster)
+    assert cluster.spec.jobs == ["chief", "worker"]
+    assert [s.state for s in cluster.status()] == ["up", "up"]
+    with pytest.raises(ValueError, match=r"/job:ps/task:0"):
+        cluster.target("ps", 0)
+    with pytest.raises(ValueError, match=r"/job:worker/task:5"):
+        cluster.logs("worker", 5)
+
+
+def test_bad_job_counts_are_refused():
+    with pytest.raises(ValueError, match="at least one task"):
+        Cluster.local(ps=0, worker=0)
+    with pytest.raises(ValueError, match="'worker'.*-1"):
+        Cluster.local(worker=-1)
+    with pytest.raises(TypeError, match="'ps'"):
+        Cluster.local(ps="1")
+
+
+def test_restart_and_kill_change_state_and_pid(clusters):
+    cluster = Cluster.local(ps=1, worker=2)
+    clusters.append(cluster)
+    before = {(s.job, s.index): s.pid for s in cluster.status()}
+    target = cluster.restart("worker", 1)
+    assert target == cluster.target("worker", 1)
+    assert wait_gone([before[("worker", 1)]], 10) == []
+    after = {(s.job, s.index): (s.pid, s.state) for s in cluster.status()}
+    assert after[("worker", 1)][1] == "up" and after[("worker", 1)][0] != before[("worker", 1)]
+    w = np.arange(4, dtype=np.float32).reshape(2, 2)
+    np.testing.assert_allclose(_step(cluster.target("worker", 0)), w @ w)
+    cluster.kill("worker", 0)
+    assert not pid_alive(before[("worker", 0)])
+    states = {(s.job, s.index): s.state for s in cluster.status()}
+    assert states == {("ps", 0): "up", ("worker", 0): "stopped", ("worker", 1): "up"}
+    with pytest.raises(TimeoutError, match=r"/job:worker/task:0"):
+        cluster.wait_ready(timeout=2)
+    cluster.restart("worker", 0)
+    cluster.wait_ready(timeout=10)
+
+
+def test_a_task_killed_from_outside_shows_as_failed(clusters):
+    cluster = Cluster.local(ps=0, worker=1)
+    clusters.append(cluster)
+    os.kill(cluster.status()[0].pid, signal.SIGKILL)
+    cluster._tasks[("worker", 0)].process.proc.wait(10)
+    assert cluster.status()[0].state == "failed"
+
+
+def test_repr_and_html_show_every_task(clusters):
+    cluster = Cluster.local(ps=1, worker=1, name="shown")
+    clusters.append(cluster)
+    text, page = repr(cluster), cluster._repr_html_()
+    pid = cluster.status()[0].pid
+    for shown in (text, page):
+        assert "shown" in shown and "127.0.0.1:" in shown and str(pid) in shown
+        assert "CPU:0" in shown and "up" in shown
+    assert "<table>" in page and page.count("<tr>") == 3
+    assert len(text.splitlines()) == 4  # title, header, two tasks
+
+
+def test_context_manager_stops_every_task():
+    with Cluster.local(ps=1, worker=1) as cluster:
+        pids = [s.pid for s in cluster.status()]
+        assert all(pid_alive(p) for p in pids)
+    assert wait_gone(pids, 10) == []
+
+
+def _failing_python(tmp_path) -> str:
+    script = tmp_path / "python"
+    script.write_text("#!/bin/sh\necho 'boom: this interpreter cannot run a task' >&2\nexit 7\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+def test_a_task_that_fails_to_start_raises_with_its_log_tail(tmp_path):
+    launcher = LocalLauncher(python=_failing_python(tmp_path))
+    with pytest.raises(LaunchError) as info:
+        Cluster.from_spec({"worker": ["127.0.0.1:0"]}, launcher=launcher, timeout=30)
+    message = str(info.value)
+    assert "/job:worker/task:0" in message and "exited with status 7" in message
+    assert "boom: this interpreter cannot run a task" in message
+
+
+class _RacingLauncher(LocalLauncher):
+    """Hands out, `races` times, a port someone else holds: the race the retry covers."""
+
+    def __init__(self, taken: int, races: int) -> None:
+        super().__init__()
+        self.taken, self.races, self.calls = taken, races, 0
+
+    def free_ports(self, host, count, timeout):
+        self.calls += 1
+        ports = super().free_ports(host, count, timeout)
+        return [self.taken] + ports[1:] if self.calls <= self.races else ports
+
+
+@pytest.fixture
+def held_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def test_a_port_taken_before_its_task_binds_is_picked_again(held_port, clusters):
+    launcher = _RacingLauncher(held_port, races=1)
+    cluster = Cluster.from_spec({"worker": ["127.0.0.1:0", "127.0.0.1:0"]}, launcher=launcher)
+    clusters.append(cluster)
+    assert launcher.calls == 2
+    assert held_port not in [int(a.rsplit(":", 1)[1]) for a in cluster.spec.job_tasks("worker")]
+    assert [s.state for s in cluster.status()] == ["up", "up"]
+
+
+def test_a_port_taken_every_time_is_reported(held_port):
+    launcher = _RacingLauncher(held_port, races=99)
+    with pytest.raises(LaunchError, match=rf"could not bind 127\.0\.0\.1:{held_port} in 3 "):
+        Cluster.from_spec({"worker": ["127.0.0.1:0"]}, launcher=launcher)
+    assert launcher.calls == 3
+
+
+def test_a_fixed_port_that_is_taken_is_not_retried(held_port):
+    with pytest.raises(LaunchError, match=rf"could not bind 127\.0\.0\.1:{held_port} "
+                                          rf"\(the port is taken\)"):
+        Cluster.from_spec({"worker": [f"127.0.0.1:{held_port}"]})
+
+
+def test_a_host_that_is_not_local_is_refused():
+    with pytest.raises(LaunchError, match="192.0.2.1"):
+        Cluster.local(ps=0, worker=1, host="192.0.2.1")
+
+
+def test_unknown_launcher_is_refused():
+    with pytest.raises(ValueError, match="'carrier-pigeon'"):
+        Cluster.from_spec({"worker": ["127.0.0.1:0"]}, launcher="carrier-pigeon")
+
+
+def test_status_counts_open_sessions_and_keeps_the_last_error(clusters):
+    cluster = Cluster.local(ps=0, worker=1)
+    clusters.append(cluster)
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device("/job:worker/task:0"):
+            x = tf.placeholder(tf.float32, None)
+            y = tf.reshape(x, [3])
+    sess = tf.Session(cluster.target("worker", 0), graph=graph)
+    try:
+        np.testing.assert_allclose(sess.run(y, {x: [1.0, 2.0, 3.0]}), [1.0, 2.0, 3.0])
+        assert cluster.status()[0].active_sessions == 1
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(y, {x: [1.0, 2.0]})
+        (status,) = cluster.status()
+        assert "InvalidArgumentError" in status.last_error and status.steps_run >= 1
+        assert "InvalidArgumentError" in repr(cluster)
+    finally:
+        sess.close()
+    assert cluster.status()[0].active_sessions == 0
+
+
+def test_config_and_env_reach_every_task(clusters):
+    config = tf.ConfigProto(device_count={"CPU": 2})
+    cluster = Cluster.local(ps=1, worker=1, config=config, env={"OPENBLAS_NUM_THREADS": "1"})
+    clusters.append(cluster)
+    for status in cluster.status():
+        assert [d.rsplit("/", 1)[1] for d in status.devices] == ["device:CPU:0", "device:CPU:1"]
+        with open(f"/proc/{status.pid}/environ", "rb") as f:
+            assert b"OPENBLAS_NUM_THREADS=1\0" in f.read()
+
+
+def test_an_interpreter_that_does_not_exist_is_named(tmp_path):
+    missing = str(tmp_path / "no-python")
+    with pytest.raises(LaunchError, match=f"Cannot run '{missing}'"):
+        Cluster.from_spec({"worker": ["127.0.0.1:0"]}, launcher=LocalLauncher(python=missing))
