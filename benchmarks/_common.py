@@ -133,12 +133,12 @@ def median(values: List[float]) -> float:
 
 
 @contextlib.contextmanager
-def local_cluster(jobs: dict, timeout: float = 30.0):
-    """A LocalCluster of task processes (each `python -m nbcluster.server`), with
+def local_cluster(jobs: dict, timeout: float = 60.0):
+    """A `Cluster.local` of task processes (each `python -m nbcluster.server`), with
     malloc hugetlb in the tasks; every task is stopped by pid on exit."""
-    from nbcluster.launch import LocalCluster
+    from nbcluster.launch import Cluster
     tunables = child_env(hugetlb=True).get("GLIBC_TUNABLES", "")
-    with LocalCluster(jobs, env={"GLIBC_TUNABLES": tunables}, timeout=timeout) as cluster:
+    with Cluster.local(jobs=jobs, env={"GLIBC_TUNABLES": tunables}, timeout=timeout) as cluster:
         yield cluster
 
 

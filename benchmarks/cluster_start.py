@@ -3,9 +3,8 @@
 Cases (median of REPEATS fresh clusters, in this process):
   cluster_local_ready  the call until it returns: 5 task processes spawned,
                        each ready by GetStatus (`nbcluster.launch.Cluster`)
+  cluster_restart      `restart("worker", 0)` until that task answers again
   cluster_stop         `stop()` until every task process is reaped
-  local_cluster_ready  the older `LocalCluster({"ps": 1, "worker": 4})`, ready
-                       by each task's stdout line, for comparison
 
 Run from the repository root: python -m benchmarks.cluster_start
 """
@@ -26,25 +25,24 @@ def _row(case: str, values: list, **extra) -> dict:
 
 
 def main() -> None:
-    from nbcluster.launch import Cluster, LocalCluster
+    from nbcluster.launch import Cluster
 
     Cluster.local(ps=1, worker=4).stop()  # warm .pyc files and the page cache once
-    ready, stop, legacy = [], [], []
+    ready, restart, stop = [], [], []
     for _ in range(REPEATS):
         t0 = time.perf_counter()
         cluster = Cluster.local(ps=1, worker=4)
         ready.append(time.perf_counter() - t0)
         assert [s.state for s in cluster.status()] == ["up"] * 5
         t0 = time.perf_counter()
+        cluster.restart("worker", 0)
+        restart.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
         cluster.stop()
         stop.append(time.perf_counter() - t0)
-    for _ in range(REPEATS):
-        t0 = time.perf_counter()
-        with LocalCluster({"ps": 1, "worker": 4}):
-            legacy.append(time.perf_counter() - t0)
     emit(_row("cluster_local_ready", ready))
+    emit(_row("cluster_restart", restart, tasks=1))
     emit(_row("cluster_stop", stop))
-    emit(_row("local_cluster_ready", legacy))
 
 
 if __name__ == "__main__":

@@ -18,14 +18,15 @@ from nbcluster.framework.default_session import get_default_session
 from nbcluster.framework.scopes import (add_to_collection, colocate_with, container,
                                         control_dependencies, device, get_collection,
                                         name_scope)
-from nbcluster.ops.array import (concat, expand_dims, fill, identity, ones, ones_like,
-                                 placeholder, placeholder_with_default, rank, reshape, shape,
-                                 size, squeeze, stack, transpose, zeros, zeros_like)
+from nbcluster.ops.array import concat, identity, placeholder, placeholder_with_default, stack
+from nbcluster.ops.shapes import expand_dims, rank, reshape, shape, size, squeeze, transpose
+from nbcluster.ops.fill import fill, ones, ones_like, zeros, zeros_like
 from nbcluster.ops.control import group, no_op, stop_gradient, tuple  # noqa: A004
 from nbcluster.ops.math import (abs, add, add_n, cast, divide, equal, exp,  # noqa: A004
-                                greater, greater_equal, less, less_equal, log, matmul,
-                                maximum, minimum, multiply, negative, not_equal, pow, sign,
-                                sqrt, square, subtract, tanh, where_v2)
+                                greater, greater_equal, less, less_equal, log, maximum,
+                                minimum, multiply, negative, not_equal, pow, sign, sqrt,
+                                square, subtract, tanh, where_v2)
+from nbcluster.ops.linalg import matmul
 from nbcluster.ops.slicing import (broadcast_to, invert_permutation, pad,  # noqa: A004
                                    slice, strided_slice, unstack)
 from nbcluster.grad import GradientTape, NotDifferentiable, gradients

@@ -96,35 +96,33 @@ def server_target(server_factory) -> str:
 
 # -- multi-task clusters: each task a `python -m nbcluster.server` process ---
 
-def free_ports(n: int, host: str = "127.0.0.1") -> list:
-    """`n` distinct ports free on `host` now, picked up front so every task
-    can be told every address (port 0 would leave the others guessing)."""
-    from nbcluster.launch import free_ports as pick
-    return pick(n, host)
-
-
 @pytest.fixture
 def cluster_factory():
-    """`start(jobs={"ps": 1, "worker": 2}, config=None, timeout=30) -> LocalCluster`.
+    """`start(jobs={"ps": 1, "worker": 2}, config=None, timeout=60) -> Cluster`.
 
-    Each task runs as `python -m nbcluster.server` on 127.0.0.1 with ports
-    picked up front; `start` returns once every task printed its ready line
-    (bounded by `timeout`). The LocalCluster gives `.spec` (ClusterSpec),
-    `.targets` / `.pids` ({(job, task): ...}), `.target(job, task)`,
-    `.kill(job, task)` and `.restart(job, task)`. Every task process is
-    stopped by pid at teardown, whatever the test's outcome.
+    Each task runs as `python -m nbcluster.server` on 127.0.0.1
+    (`nbcluster.launch.Cluster.local`); `start` returns once every task
+    answers GetStatus (bounded by `timeout`). The Cluster gives `.spec`
+    (ClusterSpec), `.targets` / `.pids` ({(job, task): ...}), `.target(job,
+    task)`, `.pid(job, task)`, `.kill(job, task)` and `.restart(job, task)`.
+    Every task process is stopped by pid at teardown, whatever the test's
+    outcome, and any left alive is SIGKILLed.
     """
-    from nbcluster.launch import LocalCluster
+    from nbcluster.launch import Cluster
+    from process_checks import kill_pids, wait_gone
     clusters: list = []
 
-    def start(jobs=None, config=None, timeout: float = 30.0) -> "LocalCluster":
-        cluster = LocalCluster(jobs or {"ps": 1, "worker": 2}, config=config, timeout=timeout)
+    def start(jobs=None, config=None, timeout: float = 60.0) -> "Cluster":
+        cluster = Cluster.local(jobs=jobs or {"ps": 1, "worker": 2}, config=config,
+                                timeout=timeout)
         clusters.append(cluster)
         return cluster
 
     yield start
     for cluster in clusters:
+        pids = list(cluster.pids.values())
         cluster.stop()
+        kill_pids(wait_gone(pids, 5.0))
 
 
 @pytest.fixture

@@ -38,3 +38,26 @@ def test_nested_namespaces():
     assert tf.train.ClusterDef and tf.distribute.Server is tf.train.Server
     assert tf.nn.relu and tf.nn.softmax_cross_entropy_with_logits_v2 and tf.nn.sigmoid
     assert issubclass(tf.errors.NotFoundError, tf.errors.OpError)
+
+
+def test_import_stays_lean():
+    """`import nbcluster` loads no gRPC, IPython or widgets: they come when first used."""
+    import subprocess
+    import sys
+
+    from nbcluster.launch import child_env
+    heavy = ["grpc", "IPython", "ipywidgets", "nbcluster.launch.cluster",
+             "nbcluster.distribute.coordinator"]
+    code = ("import sys, nbcluster as tf; tf.Session; tf.train.Saver; "
+            f"print([m for m in {heavy!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True,
+                         text=True, timeout=60, check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_lazy_names_resolve():
+    assert tf.Cluster.local and tf.LaunchError.__mro__[1] is RuntimeError
+    assert tf.distribute.experimental.ParameterServerStrategy.__name__ == \
+        "ParameterServerStrategy"
+    with pytest.raises(AttributeError, match="no_such_name"):
+        tf.no_such_name  # noqa: B018

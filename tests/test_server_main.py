@@ -140,12 +140,15 @@ def test_cluster_processes_are_gone_after_stop(cluster_factory):
 
 
 @pytest.mark.timeout(60)
-def test_demo_runs_across_three_task_processes_and_leaves_none():
+def test_demo_runs_and_trains_across_three_task_processes_and_leaves_none():
     done = subprocess.run([sys.executable, "-m", "nbcluster.cli", "demo"], env=child_env(),
                           capture_output=True, text=True, timeout=50)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "(matches NumPy)" in out
+    first, last = (float(v) for v in
+                   out.split("held-out loss ")[1].split(",")[0].split(" -> "))
+    assert last < first / 10, out  # the short PS training run learned
     for device in ("/job:ps/replica:0/task:0/device:CPU:0",
                    "/job:worker/replica:0/task:0/device:CPU:0",
                    "/job:worker/replica:0/task:1/device:CPU:0"):

@@ -14,6 +14,8 @@ class FetchStructure:
         self.ops: list[Operation] = []
         self._index: dict = {}
         self._build: Callable = self._walk(graph, fetches)
+        self.tensor_names = [t.name for t in self.tensors]
+        self.op_names = [op.name for op in self.ops]
 
     def _walk(self, graph, fetch) -> Callable:
         if fetch is None:
@@ -53,3 +55,26 @@ class FetchStructure:
 
     def build(self, values: list):
         return self._build(values)
+
+
+def fetch_key(fetch):
+    """A hashable key, equal for fetches of the same structure and elements
+    (so a session can reuse their FetchStructure); None if there is none."""
+    if isinstance(fetch, (list, tuple)):
+        parts = tuple(fetch_key(f) for f in fetch)
+        return None if None in parts else (type(fetch), parts)
+    if isinstance(fetch, dict):
+        items = []
+        for k, v in fetch.items():
+            part = fetch_key(v)
+            if part is None or fetch_key(k) is None:
+                return None
+            items.append((k, part))
+        return (type(fetch), tuple(items))
+    if fetch is None:
+        return None
+    try:
+        hash(fetch)
+    except TypeError:
+        return None
+    return (type(fetch), fetch)

@@ -11,12 +11,14 @@ from typing import Optional
 
 import numpy as np
 
-from nbcluster.client.fetches import FetchStructure
+from nbcluster.client.fetches import FetchStructure, fetch_key
 from nbcluster.client.targets import connect
 from nbcluster.framework import default_session, dtypes
 from nbcluster.framework.graph import get_default_graph
 from nbcluster.framework.operation import Tensor
 from nbcluster.proto import config_pb2
+
+_CACHED_STRUCTURES = 256  # per session; the cache starts over past this
 
 
 class DeviceAttributes:
@@ -62,6 +64,10 @@ class Session:
         self._closed = False
         self._lock = threading.Lock()
         self._default_ctx = None
+        # Graphs only grow and names never change meaning, so a resolved
+        # fetch structure or feed key stays right for the session's life.
+        self._structures: dict = {}
+        self._feed_tensors: dict = {}
 
     graph = property(lambda self: self._graph)
     sess_str = property(lambda self: self._target)
@@ -75,12 +81,11 @@ class Session:
         """Runs the ops and evaluates the tensors in `fetches` (any nesting)."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        structure = FetchStructure(self._graph, fetches)
+        structure = self._structure(fetches)
         feeds = self._feeds(feed_dict)
         handle = self._sync_graph()
         values, metadata = self._master.run_step(
-            handle, feeds, [t.name for t in structure.tensors],
-            [op.name for op in structure.ops], options)
+            handle, feeds, structure.tensor_names, structure.op_names, options)
         if run_metadata is not None and metadata is not None:
             run_metadata.MergeFrom(metadata)
         return structure.build([_result(v) for v in values])
@@ -97,17 +102,40 @@ class Session:
                 self._sent = self._master.extend_session(self._handle, nodes, self._sent)
             return self._handle
 
+    def _structure(self, fetches) -> FetchStructure:
+        """The FetchStructure of `fetches`, made once per distinct structure
+        (a training loop fetches the same things every step)."""
+        key = fetch_key(fetches)
+        structure = self._structures.get(key) if key is not None else None
+        if structure is None:
+            structure = FetchStructure(self._graph, fetches)
+            if key is not None:
+                if len(self._structures) >= _CACHED_STRUCTURES:
+                    self._structures.clear()
+                self._structures[key] = structure
+        return structure
+
     def _feeds(self, feed_dict) -> dict:
         feeds: dict = {}
         for key, value in (feed_dict or {}).items():
-            try:
-                tensor = self._graph.as_graph_element(key, allow_operation=False)
-            except (KeyError, ValueError) as e:
-                raise ValueError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
-            except TypeError as e:
-                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
+            tensor = self._feed_tensors.get(key) if _hashable(key) else None
+            if tensor is None:
+                tensor = self._feed_tensor(key)
             feeds[tensor.name] = _feed_value(tensor, value)
         return feeds
+
+    def _feed_tensor(self, key):
+        try:
+            tensor = self._graph.as_graph_element(key, allow_operation=False)
+        except (KeyError, ValueError) as e:
+            raise ValueError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
+        except TypeError as e:
+            raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
+        if _hashable(key):
+            if len(self._feed_tensors) >= _CACHED_STRUCTURES:
+                self._feed_tensors.clear()
+            self._feed_tensors[key] = tensor
+        return tensor
 
     # -- lifecycle -----------------------------------------------------------
     def close(self) -> None:
@@ -158,6 +186,14 @@ class InteractiveSession(Session):
     def close(self) -> None:
         super().close()
         default_session.remove(self)
+
+
+def _hashable(key) -> bool:
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
 
 
 def _feed_value(tensor: Tensor, value) -> np.ndarray:

@@ -14,7 +14,6 @@ from typing import Optional
 
 from nbcluster import errors
 from nbcluster.framework.cluster_spec import ClusterSpec
-from nbcluster.rpc import channels
 from nbcluster.rpc.worker_client import GrpcWorkerClient
 
 # Errors a probe may not explain at once (a task restarting between the
@@ -23,29 +22,22 @@ TRANSIENT_CODES = (errors.UNAVAILABLE, errors.ABORTED)
 MAX_TRANSIENT_RETRIES = 3
 PROBE_TIMEOUT_S = 5.0  # a dead task refuses at once; this bounds a hung one
 MIN_PROBE_INTERVAL_S = 0.1
-MAX_PROBE_INTERVAL_S = 1.0  # a worker back up is noticed within about this long
-
-
-_probe_locks: dict = {}
-_probe_locks_lock = threading.Lock()
+# A worker back up is noticed within about this long, plus the shared channel's
+# reconnect backoff (at most 1 s, `rpc.channels`).
+MAX_PROBE_INTERVAL_S = 1.0
 
 
 def probe(address: str, timeout: float = PROBE_TIMEOUT_S) -> Optional[tuple]:
     """The incarnations of the task at `address`, or None if it does not answer.
 
-    A failed probe drops this process's channel to the task, so the next
-    probe connects afresh instead of waiting out gRPC's reconnect backoff
-    (which grows to two minutes). Probes of one address take turns, so
-    none uses a channel another has just closed.
+    The probe uses the channel this process shares with the task's sessions:
+    its reconnect backoff is capped at 1 s (`rpc.channels`), so a task back
+    up is reached within about a second, with no channel closed under them.
     """
-    with _probe_locks_lock:
-        lock = _probe_locks.setdefault(address, threading.Lock())
-    with lock:
-        try:
-            status = GrpcWorkerClient(address).get_status(timeout)
-        except (errors.OpError, ValueError):  # ValueError: a channel closed under us
-            channels.forget(address)
-            return None
+    try:
+        status = GrpcWorkerClient(address).get_status(timeout)
+    except errors.OpError:
+        return None
     return tuple(sorted(d.incarnation for d in status.device_attributes))
 
 

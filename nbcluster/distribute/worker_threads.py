@@ -120,7 +120,7 @@ class WorkerThread:
         if session is not None:
             try:
                 session.close()
-            except (errors.OpError, ValueError):  # the worker is gone; nothing to close
+            except errors.OpError:  # the worker is gone; nothing to close
                 pass
 
     def _session_now(self) -> Session:

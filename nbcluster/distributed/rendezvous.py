@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
 
 from nbcluster import errors
@@ -32,6 +33,9 @@ def parse_key(key: str) -> tuple:
                                           f"Invalid rendezvous key: {key!r}") from None
 
 
+_READERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nbcluster-stream")
+
+
 @functools.lru_cache(maxsize=4096)  # a cluster has few device names; steps ask often
 def task_of(device: str) -> tuple:
     spec = DeviceSpec.from_string(device)
@@ -47,11 +51,146 @@ class StepRendezvous:
         self._cond = threading.Condition()
         self._values: dict[str, object] = {}
         self.error: Optional[errors.OpError] = None
+        self._held = 0
+        self._unannounced = False  # a held send has woken no waiter yet
+        self.streamed: set = set()
+        self._streams: list = []  # remote keys a stream brings here (the worker's prefetch)
+
+    def lands_here(self, key: str) -> bool:
+        """Whether `key`'s tensor arrives here with no recv asking for it: a
+        same-task send, or a remote one a stream brings."""
+        if key in self.streamed or self._remote_recv is None:
+            return True
+        src, _, dst, _ = key.split(";", 3)
+        return task_of(src) == task_of(dst)
+
+    def landed(self, keys) -> set:
+        """Those of `keys` whose tensors are here, waiting for none."""
+        values = self._values
+        return {key for key in keys if key in values}
+
+    def wait_any(self, keys: Callable[[], list], ctx) -> None:
+        """Waits until one of `keys()` (asked again on every wake) has landed,
+        or the step failed.
+
+        Raises:
+          the step's error, its cancellation, DeadlineExceededError.
+        """
+        values = self._values
+
+        def landed() -> bool:
+            return self.error is not None or any(key in values for key in keys())
+
+        with self._cond:
+            ctx.wait(self._cond, lambda: self._pulled_until(landed, keys),
+                     "tensors from other devices")
+            if self.error is not None and not any(key in values for key in keys()):
+                raise self.error
+
+    def add_stream(self, keys: list, batches, resolve: Callable) -> None:
+        """Tensors `keys` will come from `batches` (an iterator of lists of
+        (key, value)); `resolve(batch)` turns a batch into what lands.
+
+        No thread reads it: a recv waiting for one of its keys pulls the next
+        batch itself, so a batch wakes one thread, not a reader and then the recv.
+        """
+        with self._cond:
+            self.streamed.update(keys)
+            self._streams.append(_Stream(set(keys), batches, resolve))
+
+    def _pulled_until(self, landed: Callable[[], bool], keys: Callable[[], list]) -> bool:
+        """`landed()`, after pulling batches while the wanted keys that have not
+        landed all come by one stream that nobody else reads (cond held;
+        released while pulling). A thread blocked on one stream cannot see
+        another, so keys spread over several streams get a reader each."""
+        while not landed():
+            streams = self._streams_for(keys())
+            if len(streams) == 1 and not streams[0].busy:
+                self._pull(streams[0])
+                continue
+            self._read_all_locked(streams)
+            return False
+        return True
+
+    def want(self, keys: list) -> None:
+        """Wakes the waiters: the keys some recv waits for are now `keys`.
+        A thread pulling one stream cannot see another, so once they come by
+        several streams each gets a reader."""
+        with self._cond:
+            self._read_all_locked(self._streams_for(keys))
+            self._cond.notify_all()
+
+    def _streams_for(self, keys) -> list:
+        wanted = [k for k in keys if k not in self._values]
+        return [st for st in self._streams if not st.done and any(k in st.keys for k in wanted)]
+
+    def _read_all_locked(self, streams: list) -> None:
+        if len(streams) > 1:
+            for stream in streams:
+                if not stream.busy:
+                    stream.busy = True
+                    _READERS.submit(self._drain, stream)
+
+    def _drain(self, stream: "_Stream") -> None:
+        """Reads `stream` to its end on a thread of its own."""
+        with self._cond:
+            stream.busy = False
+            while not stream.done and self.error is None:
+                self._pull(stream)
+
+    def _pull(self, stream: "_Stream") -> None:
+        stream.busy = True
+        self._cond.release()
+        batch, error = None, None
+        try:
+            batch = next(stream.batches, None)
+            if batch is not None:
+                batch = stream.resolve(batch)
+        except errors.OpError as e:
+            error = e
+        except Exception as e:  # noqa: BLE001 - a waiting Recv must not hang on a bug
+            error = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
+        finally:
+            self._cond.acquire()
+            stream.busy = False
+        if batch is None:
+            stream.done = True
+        else:
+            self._values.update(batch)
+            stream.done = all(k in self._values for k in stream.keys)
+        if error is not None and self.error is None:
+            self.error = error
+        self._cond.notify_all()
 
     def send(self, key: str, value) -> None:
         with self._cond:
             self._values[key] = value
-            self._cond.notify_all()
+            if self._held:
+                self._unannounced = True
+            else:
+                self._cond.notify_all()
+
+    def hold(self) -> None:
+        """Sends from now on wake no waiter until `flush` (or the last `unhold`):
+        waking a thread costs ~0.1 ms here, and a peer's stream then carries
+        the tensors of several sends in one message. A running executor holds
+        and flushes before anything that may wait."""
+        with self._cond:
+            self._held += 1
+
+    def unhold(self) -> None:
+        with self._cond:
+            self._held -= 1
+            if self._unannounced:
+                self._unannounced = False
+                self._cond.notify_all()
+
+    def flush(self) -> None:
+        """Wakes the waiters for what held sends left."""
+        if self._unannounced:
+            with self._cond:
+                self._unannounced = False
+                self._cond.notify_all()
 
     def send_many(self, pairs) -> None:
         """`send` for each (key, value), waking the waiters once."""
@@ -74,8 +213,9 @@ class StepRendezvous:
     def recv_local(self, key: str, ctx=None, deadline: Optional[float] = None):
         with self._cond:
             if ctx is not None:
-                ctx.wait(self._cond, lambda: key in self._values or self.error is not None,
-                         f"tensor {key.split(';')[3]}")
+                ctx.wait(self._cond, lambda: self._pulled_until(
+                    lambda: key in self._values or self.error is not None, lambda: (key,)),
+                    f"tensor {key.split(';')[3]}")
             else:
                 while key not in self._values and self.error is None:
                     timeout = None if deadline is None else deadline - time.monotonic()
@@ -125,3 +265,14 @@ class StepRendezvous:
             if self.error is None:
                 self.error = error
             self._cond.notify_all()
+
+
+class _Stream:
+    """Tensors a peer streams into one step's rendezvous, read by whoever waits."""
+
+    def __init__(self, keys: set, batches, resolve: Callable) -> None:
+        self.keys = keys
+        self.batches = batches
+        self.resolve = resolve
+        self.busy = False  # a thread is reading it (the rendezvous lock is not held)
+        self.done = False

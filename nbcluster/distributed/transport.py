@@ -49,6 +49,10 @@ class InProcessWorkerClient:
     def __init__(self, worker) -> None:
         self._worker = worker
 
+    def register_graph(self, session_handle: str, nodes: list, parallelism: int = 0) -> str:
+        # As on the wire: a master creates the worker session before registering.
+        return self._worker.register_graph(session_handle, nodes, parallelism, True)
+
     def __getattr__(self, name: str):
         return getattr(self._worker, name)
 

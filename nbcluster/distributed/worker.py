@@ -36,6 +36,20 @@ from nbcluster.runtime.step import CancellationManager, StepContext
 
 load_all()
 _ENDED_MEMORY = 4096
+
+
+def _core_share() -> int:
+    """The cores this task may use: its BLAS thread count when a launcher set
+    one (LocalCluster splits the host's cores among its tasks), else the host's.
+    More inter-op threads than that only add thread wakes (~0.1 ms each)."""
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        value = os.environ.get(name, "")
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return os.cpu_count() or 1
+
+
+_DEFAULT_PARALLELISM = _core_share()
 _POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nbcluster-partition")
 
 
@@ -57,7 +71,6 @@ class _Step:
     def __init__(self, step_id: int, remote_recv: Callable) -> None:
         self.rendezvous = StepRendezvous(step_id, functools.partial(remote_recv, self))
         self.session: Optional[WorkerSession] = None  # set by its first RunGraph here
-        self.prefetched: set = set()  # keys a stream brings into the rendezvous
         self.cancellations: list[CancellationManager] = []
         self.running = 0
         self.unfetched = 0
@@ -158,9 +171,28 @@ class Worker:
                 client = self._clients[address] = self._connect(address)
             return client
 
-    def register_graph(self, session_handle: str, nodes: list, parallelism: int = 0) -> str:
+    def register_graph(self, session_handle: str, nodes: list, parallelism: int = 0,
+                       create_worker_session_called: bool = False) -> str:
+        """Plans `nodes` (this task's piece of a session's graph); returns its handle.
+
+        Args:
+          create_worker_session_called: the master created `session_handle`
+            here first (TF's flag); if this worker does not know it, it
+            restarted since.
+        Raises:
+          AbortedError: `create_worker_session_called` and the session is
+            unknown here, so the master must recreate it (as TF does).
+          InvalidArgumentError: a node is not on a device of this task.
+        """
         with self._lock:
-            session = self._sessions.get(session_handle, self._default)
+            session = self._sessions.get(session_handle)
+            known = session is not None or session_handle in self._default_handles
+            session = session or self._default
+        if create_worker_session_called and not known:
+            raise errors.AbortedError(
+                None, None, f"Session handle {session_handle!r} is not found on "
+                            f"/job:{self.job}/task:{self.task}. Possibly, this worker just "
+                            f"restarted.")
         for node in nodes:
             if node.device not in session.devices:
                 raise errors.InvalidArgumentError(
@@ -168,7 +200,7 @@ class Worker:
                                 f"which is not a device of {_task_name(session.task)}"
                                 f"{self._boot_note(session)}", node_name=node.name)
         pieces = partition(nodes, key=lambda d: d, incarnation=lambda d: self.incarnation)
-        threads = parallelism or os.cpu_count() or 1
+        threads = parallelism or _DEFAULT_PARALLELISM
         executors = [Executor(part, session.devices[dev], threads)
                      for dev, part in pieces.items()]
         remote = sum(1 for n in nodes if n.op == "_Send" and not n.attrs.get("client_terminated")
@@ -366,7 +398,8 @@ class Worker:
     def _prefetch(self, step: _Step, graph: _Graph, step_id: int, deadline, cancel) -> None:
         """One stream per producing task brings this partition's tensors from
         it into the step's rendezvous as they are sent (a RecvTensor each cost
-        the producer ~0.5 ms of CPU); a stream that fails aborts the step."""
+        the producer ~0.5 ms of CPU); a stream that fails aborts the step.
+        The Recvs that wait for them read the streams (`StepRendezvous.add_stream`)."""
         peer = (step.session or self._default).peer
         for (job, task), keys in graph.prefetch.items():
             client = peer(job, task) if peer is not None else None
@@ -374,8 +407,9 @@ class Worker:
             if stream is None:
                 continue  # e.g. an in-process peer: Recvs fetch one by one
             with self._lock:
-                keys = [k for k in keys if k not in step.prefetched]
-                step.prefetched.update(keys)
+                streamed = step.rendezvous.streamed
+                keys = [k for k in keys if k not in streamed]
+                streamed.update(keys)
             if not keys:
                 continue
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -384,21 +418,17 @@ class Worker:
             except errors.OpError as e:
                 step.rendezvous.abort(e)
                 return
-            _POOL.submit(self._stream_in, values, client, step, step_id, deadline)
+            step.rendezvous.add_stream(keys, values, functools.partial(
+                self._resolve, client, step_id, deadline))
 
-    def _stream_in(self, values, client, step: _Step, step_id: int, deadline) -> None:
+    def _resolve(self, client, step_id: int, deadline, batch: list) -> list:
+        """A streamed batch as it lands: (key, None) is fetched with RecvTensor."""
         def left():
             return None if deadline is None else max(0.0, deadline - time.monotonic())
-        try:
-            for batch in values:
-                batch = [(key, client.recv_tensor(step_id, key, left()) if value is None
-                          else value) for key, value in batch]  # None: too large to stream
-                self.bytes_received += sum(getattr(v, "nbytes", 0) for _, v in batch)
-                step.rendezvous.send_many(batch)
-        except errors.OpError as e:
-            step.rendezvous.abort(e)
-        except Exception as e:  # noqa: BLE001 - a waiting Recv must not hang on a bug
-            step.rendezvous.abort(errors.InternalError(None, None, f"{type(e).__name__}: {e}"))
+        batch = [(key, client.recv_tensor(step_id, key, left()) if value is None else value)
+                 for key, value in batch]  # None: too large to stream
+        self.bytes_received += sum(getattr(v, "nbytes", 0) for _, v in batch)
+        return batch
 
     def _end_if_finished(self, step_id: int, step: _Step) -> None:
         if step.finished and self._steps.get(step_id) is step:
@@ -410,7 +440,7 @@ class Worker:
             return {s.task for s in self._sessions.values()}
 
     def _remote_recv(self, step: _Step, step_id: int, key: str, ctx):
-        if key in step.prefetched:  # a stream brings it (`_prefetch`)
+        if key in step.rendezvous.streamed:  # a stream brings it (`_prefetch`)
             return step.rendezvous.recv_local(key, ctx)
         # Only a RunGraph of the step runs a Recv, so the step knows its session.
         peer = (step.session or self._default).peer

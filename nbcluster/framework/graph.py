@@ -18,21 +18,47 @@ from nbcluster.framework.operation import Operation, Tensor
 _VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
 
 
+class _BuildScopes(threading.local):
+    """The scopes new ops are built under.
+
+    Per thread, as in TF: threads building into one graph (a coordinator
+    tracing functions while the user builds ops) never see each other's
+    name, device, colocation, control-dependency or container scopes.
+    """
+
+    def __init__(self) -> None:
+        self.name_stack = ""
+        self.device_stack: list = []
+        self.colocation_stack: list = []
+        self.control_stack: list = []
+        self.container = ""
+
+
+def _per_thread(field: str) -> property:
+    return property(lambda self: getattr(self._scopes, field),
+                    lambda self, value: setattr(self._scopes, field, value))
+
+
 class Graph:
-    """A TF1 dataflow graph; use `as_default()` to build ops into it."""
+    """A TF1 dataflow graph; use `as_default()` to build ops into it.
+
+    Ops and names are shared by every thread; scopes are each thread's own.
+    """
+
+    _name_stack = _per_thread("name_stack")
+    _device_stack = _per_thread("device_stack")
+    _colocation_stack = _per_thread("colocation_stack")
+    _control_stack = _per_thread("control_stack")
+    _container = _per_thread("container")
 
     def __init__(self) -> None:
         self._ops: list[Operation] = []
         self._by_name: dict[str, Operation] = {}
         self._names_in_use: dict[str, int] = {}
-        self._name_stack = ""
-        self._device_stack: list = []
-        self._colocation_stack: list = []
-        self._control_stack: list = []
-        self._container = ""
+        self._scopes = _BuildScopes()
         self._finalized = False
         self._collections: dict[str, list] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # create_op holds it while naming the op
         self.seed: Optional[int] = None
 
     # -- building ---------------------------------------------------------
@@ -106,6 +132,10 @@ class Graph:
 
         A name ending in '/' is taken as the exact full name (TF's convention).
         """
+        with self._lock:
+            return self._unique_name(name, mark_as_used)
+
+    def _unique_name(self, name: str, mark_as_used: bool) -> str:
         if name.endswith("/"):  # an exact name, made unique by the scope that yielded it
             name = name[:-1]
             if mark_as_used:

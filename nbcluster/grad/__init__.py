@@ -7,7 +7,8 @@ import importlib
 from nbcluster.grad.registry import (NotDifferentiable, get_gradient_rule, is_declared,
                                      register_gradient, registered_gradients)
 
-FAMILIES = ("math", "array", "nn", "reduction", "control", "slicing", "state", "io")
+FAMILIES = ("math", "linalg", "array", "shapes", "fill", "nn", "reduction", "control",
+            "slicing", "state", "io")
 
 for _family in FAMILIES:
     importlib.import_module(f"{__name__}.{_family}")

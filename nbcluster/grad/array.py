@@ -1,20 +1,16 @@
-"""Gradient rules of the array family: identity, reshaping, joining, filling, shapes.
+"""Gradient rules of the array family: identity, placeholders, joining.
 
-Rule: shape-only ops (Shape, Size, Rank, ZerosLike, ...) and sources
-(Placeholder, Const) are NotDifferentiable; rearranging ops send the
-gradient back through the inverse rearrangement.
+Rule: sources (Placeholder, Const) are NotDifferentiable; Identity passes the
+gradient through; joining ops send each input its own slice of the gradient.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from nbcluster.grad.registry import NotDifferentiable, register_gradient
-from nbcluster.ops import array
+from nbcluster.ops import shapes as shape_ops
 from nbcluster.ops import slicing
-from nbcluster.ops.reduction import reduce_sum
 from nbcluster.ops.shape_inference import constant_value
 
-for _type in ("Placeholder", "Const", "Shape", "Size", "Rank", "ZerosLike", "OnesLike"):
+for _type in ("Placeholder", "Const"):
     NotDifferentiable(_type)
 
 
@@ -26,37 +22,6 @@ def _identity_grad(op, grad):
 @register_gradient("PlaceholderWithDefault")
 def _placeholder_with_default_grad(op, grad):
     return [grad]
-
-
-def _as_input_shape(op, grad):
-    """`grad` reshaped to the shape of op's first input (static when known)."""
-    x = op.inputs[0]
-    return array.reshape(grad, array.shape(x))
-
-
-@register_gradient("Reshape")
-def _reshape_grad(op, grad):
-    return [_as_input_shape(op, grad), None]
-
-
-@register_gradient("ExpandDims")
-def _expand_dims_grad(op, grad):
-    return [_as_input_shape(op, grad), None]
-
-
-@register_gradient("Squeeze")
-def _squeeze_grad(op, grad):
-    return [_as_input_shape(op, grad)]
-
-
-@register_gradient("Transpose")
-def _transpose_grad(op, grad):
-    perm = constant_value(op.inputs[1])
-    if perm is not None:
-        inverse = np.argsort(np.asarray(perm).reshape(-1)).astype(perm.dtype)
-    else:
-        inverse = slicing.invert_permutation(op.inputs[1])
-    return [array.transpose(grad, inverse), None]
 
 
 @register_gradient("ConcatV2")
@@ -79,7 +44,7 @@ def _concat_grad(op, grad):
             grads.append(slicing.slice(grad, begin, size))
             start += s
         return grads + [None]
-    shapes = [array.shape(v) for v in values]
+    shapes = [shape_ops.shape(v) for v in values]
     offsets = slicing.concat_offset(axis_t, shapes)
     return [slicing.slice(grad, o, s) for o, s in zip(offsets, shapes)] + [None]
 
@@ -87,8 +52,3 @@ def _concat_grad(op, grad):
 @register_gradient("Pack")
 def _pack_grad(op, grad):
     return slicing.unstack(grad, num=op.get_attr("N"), axis=op.get_attr("axis"))
-
-
-@register_gradient("Fill")
-def _fill_grad(op, grad):
-    return [None, reduce_sum(grad)]

@@ -16,7 +16,7 @@ from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import graph_of
 from nbcluster.framework.operation import Operation, Tensor, as_tensor_or_op
 from nbcluster.grad.registry import get_gradient_rule
-from nbcluster.ops.array import ones_like
+from nbcluster.ops.fill import ones_like
 from nbcluster.ops.control import tuple as gate_tuple
 from nbcluster.ops.math import add_n
 

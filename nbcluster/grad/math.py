@@ -1,5 +1,5 @@
-"""Gradient rules of the math family (element-wise ops, Cast, MatMul, AddN, SelectV2),
-and `unbroadcast`, which every broadcasting rule uses.
+"""Gradient rules of the math family (element-wise ops, Cast, AddN, SelectV2), and
+`unbroadcast`, which every broadcasting rule uses.
 
 Rule: a gradient has its input's dtype and shape. Broadcast dimensions are
 summed away: from static shapes when both are fully known, else at run time
@@ -10,8 +10,9 @@ from __future__ import annotations
 from nbcluster.framework import dtypes
 from nbcluster.framework.operation import Tensor
 from nbcluster.grad.registry import NotDifferentiable, register_gradient
-from nbcluster.ops import array
 from nbcluster.ops import math as m
+from nbcluster.ops import shapes
+from nbcluster.ops.fill import zeros_like
 from nbcluster.ops.reduction import reduce_sum
 from nbcluster.ops.slicing import broadcast_gradient_args, static_reduction_axes
 
@@ -27,10 +28,10 @@ def unbroadcast(grad: Tensor, x: Tensor) -> Tensor:
             return grad
         axes, _ = static_reduction_axes(xs.as_list(), gs.as_list())
         summed = reduce_sum(grad, axes) if axes.size else grad
-        return array.reshape(summed, xs.as_list())
-    x_shape = array.shape(x)
-    axes, _ = broadcast_gradient_args(x_shape, array.shape(grad))
-    return array.reshape(reduce_sum(grad, axes), x_shape)
+        return shapes.reshape(summed, xs.as_list())
+    x_shape = shapes.shape(x)
+    axes, _ = broadcast_gradient_args(x_shape, shapes.shape(grad))
+    return shapes.reshape(reduce_sum(grad, axes), x_shape)
 
 
 def _pair(op, gx: Tensor, gy: Tensor) -> list:
@@ -63,7 +64,7 @@ def _realdiv_grad(op, grad):
 
 
 def _select_by(mask: Tensor, op, grad) -> list:
-    zeros = array.zeros_like(grad)
+    zeros = zeros_like(grad)
     return _pair(op, m.where_v2(mask, grad, zeros), m.where_v2(mask, zeros, grad))
 
 
@@ -83,14 +84,14 @@ def _pow_grad(op, grad):
     z = op.outputs[0]
     gx = m.multiply(grad, m.multiply(y, m.pow(x, m.subtract(y, 1))))
     # d/dy x^y = x^y log x; defined as 0 where x <= 0, as TF does for real x.
-    safe_log = m.where_v2(m.greater(x, 0), m.log(x), array.zeros_like(x))
+    safe_log = m.where_v2(m.greater(x, 0), m.log(x), zeros_like(x))
     return _pair(op, gx, m.multiply(grad, m.multiply(z, safe_log)))
 
 
 @register_gradient("SelectV2")
 def _select_v2_grad(op, grad):
     cond, t, e = op.inputs
-    zeros = array.zeros_like(grad)
+    zeros = zeros_like(grad)
     return [None, unbroadcast(m.where_v2(cond, grad, zeros), t),
             unbroadcast(m.where_v2(cond, zeros, grad), e)]
 
@@ -108,7 +109,7 @@ def _neg_grad(op, grad):
 
 @register_gradient("Sign")
 def _sign_grad(op, grad):
-    return [array.zeros_like(op.inputs[0])]
+    return [zeros_like(op.inputs[0])]
 
 
 @register_gradient("Square")
@@ -154,63 +155,3 @@ def _cast_grad(op, grad):
 
 for _type in ("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"):
     NotDifferentiable(_type)
-
-
-# -- matmul ------------------------------------------------------------------------
-def _mm(a, b, ta=False, tb=False) -> Tensor:
-    return m.matmul(a, b, transpose_a=ta, transpose_b=tb)
-
-
-@register_gradient("MatMul")
-def _matmul_grad(op, grad):
-    a, b = op.inputs
-    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
-    if not ta and not tb:
-        return [_mm(grad, b, tb=True), _mm(a, grad, ta=True)]
-    if not ta and tb:
-        return [_mm(grad, b), _mm(grad, a, ta=True)]
-    if ta and not tb:
-        return [_mm(b, grad, tb=True), _mm(a, grad)]
-    return [_mm(b, grad, ta=True, tb=True), _mm(grad, a, ta=True, tb=True)]
-
-
-def _bmm(a: Tensor, b: Tensor, adj_a: bool = False, adj_b: bool = False) -> Tensor:
-    # Always BatchMatMulV2: matmul would pick MatMul when both ranks are 2.
-    return a.graph.create_op("BatchMatMulV2", [a, b],
-                             {"T": a.dtype, "adj_x": adj_a, "adj_y": adj_b},
-                             name="BatchMatMulV2").outputs[0]
-
-
-@register_gradient("BatchMatMulV2")
-def _batch_matmul_grad(op, grad):
-    x, y = op.inputs
-    if x.dtype in (dtypes.complex64, dtypes.complex128):
-        raise NotImplementedError(f"gradient of complex BatchMatMulV2 '{op.name}'")
-    ax, ay = op.get_attr("adj_x"), op.get_attr("adj_y")
-    if not ax and not ay:
-        gx, gy = _bmm(grad, y, adj_b=True), _bmm(x, grad, adj_a=True)
-    elif not ax and ay:
-        gx, gy = _bmm(grad, y), _bmm(grad, x, adj_a=True)
-    elif ax and not ay:
-        gx, gy = _bmm(y, grad, adj_b=True), _bmm(x, grad)
-    else:
-        gx, gy = _bmm(y, grad, adj_a=True, adj_b=True), _bmm(grad, x, adj_a=True, adj_b=True)
-    return [_sum_batch(gx, x), _sum_batch(gy, y)]
-
-
-def _sum_batch(grad: Tensor, x: Tensor) -> Tensor:
-    """Sums the batch dimensions `x` was broadcast along (the last two stay)."""
-    gs, xs = grad.shape, x.shape
-    if gs.is_fully_defined() and xs.is_fully_defined():
-        if gs.as_list() == xs.as_list():
-            return grad
-        axes, _ = static_reduction_axes(xs.as_list()[:-2], gs.as_list()[:-2])
-        summed = reduce_sum(grad, axes) if axes.size else grad
-        return array.reshape(summed, xs.as_list())
-    from nbcluster.ops.slicing import slice as slice_
-
-    x_shape, g_shape = array.shape(x), array.shape(grad)
-    x_batch = slice_(x_shape, [0], [m.subtract(array.size(x_shape), 2)])
-    g_batch = slice_(g_shape, [0], [m.subtract(array.size(g_shape), 2)])
-    axes, _ = broadcast_gradient_args(x_batch, g_batch)
-    return array.reshape(reduce_sum(grad, axes), x_shape)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from nbcluster.framework.operation import Tensor
 from nbcluster.grad.math import unbroadcast
 from nbcluster.grad.registry import register_gradient
-from nbcluster.ops import array
 from nbcluster.ops import math as m
 from nbcluster.ops import reduction
+from nbcluster.ops.fill import zeros_like
+from nbcluster.ops.shapes import expand_dims
 
 
 def _backward(op_type: str, a: Tensor, b: Tensor) -> Tensor:
@@ -32,7 +33,7 @@ def _sigmoid_grad(op, grad):
 @register_gradient("ReluGrad")
 def _relu_grad_grad(op, grad):
     features = op.inputs[1]  # piecewise linear: zero second derivative, as TF says
-    return [_backward("ReluGrad", grad, features), array.zeros_like(features)]
+    return [_backward("ReluGrad", grad, features), zeros_like(features)]
 
 
 @register_gradient("SigmoidGrad")
@@ -71,7 +72,7 @@ def _xent_grad(op, grad_loss, grad_backprop):
     backprop = op.outputs[1]  # softmax(logits) - labels, from the forward pass
     g_logits = g_labels = None
     if grad_loss is not None:
-        g = array.expand_dims(grad_loss, -1)
+        g = expand_dims(grad_loss, -1)
         g_logits = m.multiply(g, backprop)
         g_labels = m.multiply(m.negative(g), _log_softmax(logits))
     if grad_backprop is not None:  # someone differentiates the backprop output too

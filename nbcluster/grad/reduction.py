@@ -10,9 +10,10 @@ from __future__ import annotations
 from nbcluster.framework import dtypes
 from nbcluster.framework.operation import Tensor
 from nbcluster.grad.registry import NotDifferentiable, register_gradient
-from nbcluster.ops import array
 from nbcluster.ops import math as m
 from nbcluster.ops import reduction
+from nbcluster.ops import shapes
+from nbcluster.ops.fill import ones_like
 from nbcluster.ops.shape_inference import constant_value
 from nbcluster.ops.slicing import broadcast_to
 
@@ -28,21 +29,21 @@ def _kept(op, value: Tensor) -> Tensor:
     axes, rank = constant_value(axes_t), x.shape.rank
     if axes is not None and rank is not None:
         for a in sorted({int(a) % rank for a in axes.reshape(-1)}):
-            value = array.expand_dims(value, a)
+            value = shapes.expand_dims(value, a)
         return value
-    return array.reshape(value, _kept_shape_at_run_time(x, axes_t))
+    return shapes.reshape(value, _kept_shape_at_run_time(x, axes_t))
 
 
 def _kept_shape_at_run_time(x: Tensor, axes: Tensor) -> Tensor:
     # shape(x) with a 1 wherever an axis (or axis - rank) names the position.
-    x_shape = array.shape(x)
-    rank = array.rank(x)
-    positions = array.expand_dims(reduction.range(0, rank), 1)
-    wanted = array.reshape(m.cast(axes, dtypes.int32), [1, -1])
+    x_shape = shapes.shape(x)
+    rank = shapes.rank(x)
+    positions = shapes.expand_dims(reduction.range(0, rank), 1)
+    wanted = shapes.reshape(m.cast(axes, dtypes.int32), [1, -1])
     hits = m.add(m.cast(m.equal(positions, wanted), dtypes.int32),
                  m.cast(m.equal(m.subtract(positions, rank), wanted), dtypes.int32))
     reduced = m.greater(reduction.reduce_sum(hits, 1), 0)
-    return m.where_v2(reduced, array.ones_like(x_shape), x_shape)
+    return m.where_v2(reduced, ones_like(x_shape), x_shape)
 
 
 def _spread(op, grad: Tensor) -> Tensor:
@@ -51,7 +52,7 @@ def _spread(op, grad: Tensor) -> Tensor:
     if kept.shape.is_fully_defined() and x.shape.is_fully_defined() \
             and kept.shape.as_list() == x.shape.as_list():
         return kept
-    return broadcast_to(kept, array.shape(x))
+    return broadcast_to(kept, shapes.shape(x))
 
 
 @register_gradient("Sum")
@@ -65,8 +66,8 @@ def _mean_grad(op, grad):
     if x.shape.is_fully_defined() and y.shape.is_fully_defined():
         count = max(x.shape.num_elements(), 1) // max(y.shape.num_elements(), 1)
         return [m.realdiv(_spread(op, grad), float(max(count, 1))), None]
-    count = m.realdiv(m.cast(array.size(x), x.dtype),
-                      m.cast(m.maximum(array.size(y), 1), x.dtype))
+    count = m.realdiv(m.cast(shapes.size(x), x.dtype),
+                      m.cast(m.maximum(shapes.size(y), 1), x.dtype))
     return [m.realdiv(_spread(op, grad), count), None]
 
 

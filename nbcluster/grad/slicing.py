@@ -12,7 +12,9 @@ from nbcluster.grad.math import unbroadcast
 from nbcluster.grad.registry import NotDifferentiable, register_gradient
 from nbcluster.ops import array
 from nbcluster.ops import math as m
+from nbcluster.ops import shapes
 from nbcluster.ops import slicing
+from nbcluster.ops.fill import zeros_like
 
 for _type in ("BroadcastGradientArgs", "ConcatOffset", "InvertPermutation"):
     NotDifferentiable(_type)
@@ -21,8 +23,8 @@ for _type in ("BroadcastGradientArgs", "ConcatOffset", "InvertPermutation"):
 @register_gradient("Slice")
 def _slice_grad(op, grad):
     x, begin, _ = op.inputs
-    after = m.subtract(m.subtract(array.shape(x, out_type=begin.dtype), begin),
-                       array.shape(op.outputs[0], out_type=begin.dtype))
+    after = m.subtract(m.subtract(shapes.shape(x, out_type=begin.dtype), begin),
+                       shapes.shape(op.outputs[0], out_type=begin.dtype))
     paddings = array.stack([begin, after], axis=1)
     return [slicing.pad(grad, paddings), None, None]
 
@@ -30,13 +32,13 @@ def _slice_grad(op, grad):
 @register_gradient("Pad")
 def _pad_grad(op, grad):
     x, paddings = op.inputs
-    before = array.reshape(slicing.slice(paddings, [0, 0], [-1, 1]), [-1])
-    return [slicing.slice(grad, before, array.shape(x, out_type=paddings.dtype)), None]
+    before = shapes.reshape(slicing.slice(paddings, [0, 0], [-1, 1]), [-1])
+    return [slicing.slice(grad, before, shapes.shape(x, out_type=paddings.dtype)), None]
 
 
 @register_gradient("Unpack")
 def _unpack_grad(op, *grads):
-    filled = [array.zeros_like(out) if g is None else g for g, out in zip(grads, op.outputs)]
+    filled = [zeros_like(out) if g is None else g for g, out in zip(grads, op.outputs)]
     return [array.stack(filled, axis=op.get_attr("axis"))]
 
 
@@ -54,7 +56,7 @@ def _strided_slice_grad(op, grad):
     x, begin, end, strides = op.inputs
     attrs = {"T": grad.dtype, "Index": begin.dtype, **_masks(op)}
     dx = op.graph.create_op("StridedSliceGrad",
-                            [array.shape(x, out_type=begin.dtype), begin, end, strides, grad],
+                            [shapes.shape(x, out_type=begin.dtype), begin, end, strides, grad],
                             attrs, name="StridedSliceGrad").outputs[0]
     return [dx, None, None, None]
 

@@ -133,7 +133,7 @@ class GradientTape:
             by_id = {id(s): g for s, g in zip(wanted, found)}
             flat = [by_id.get(id(s)) for s in flat_sources]
             if unconnected_gradients == "zero":
-                from nbcluster.ops.array import zeros_like
+                from nbcluster.ops.fill import zeros_like
                 flat = [zeros_like(as_tensor_or_op(s)) if g is None else g
                         for s, g in zip(flat_sources, flat)]
         return _pack(sources, iter(flat))

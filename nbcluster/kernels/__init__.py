@@ -5,8 +5,8 @@ from nbcluster.kernels.registry import get_kernel_factory, has_kernel, register_
 
 __all__ = ["get_kernel_factory", "has_kernel", "register_kernel", "load_all"]
 
-FAMILIES = ("array", "control", "io", "math", "nn", "queue", "random", "reduction", "slicing",
-            "state", "training")
+FAMILIES = ("array", "control", "fill", "io", "linalg", "math", "nn", "queue", "random",
+            "reduction", "shapes", "slicing", "state", "training")
 
 
 def load_all() -> None:

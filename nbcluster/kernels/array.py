@@ -1,4 +1,5 @@
-"""Array kernels: constants, placeholders, reshaping, joining, filling, shapes.
+"""Array kernels: constants, placeholders, identity, joining, and the helpers other
+kernel families use to read shape-like inputs and raise TF's messages.
 
 Rule: a kernel never writes to its inputs (they may be read-only views of a
 Const or of a feed); it returns new arrays or views of them. Shape-like inputs
@@ -87,88 +88,6 @@ def _identity(node, device):
     return lambda ctx, x: (x,)
 
 
-# -- reshaping ------------------------------------------------------------------
-@register_kernel("Reshape", "CPU", "GPU")
-def _reshape(node, device):
-    def compute(ctx, x, shape):
-        dims = host_ints(device, shape, node, "sizes input")
-        return (x.reshape(_resolve(dims, int(x.size), node)),)
-    return compute
-
-
-def _resolve(dims: list, total: int, node) -> list:
-    unknown = [i for i, d in enumerate(dims) if d == -1]
-    if len(unknown) > 1:
-        raise invalid(f"Only one input size may be -1, not both {unknown[0]} and "
-                      f"{unknown[1]}", node)
-    for i, d in enumerate(dims):
-        if d < -1:
-            raise invalid(f"Size {i} must be non-negative, not {d}", node)
-    known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
-    if unknown:
-        if known == 0 or total % known:
-            if known == 0 and total == 0:
-                raise invalid("Reshape cannot infer the missing input size for an empty "
-                              "tensor unless all specified input sizes are non-zero", node)
-            raise invalid(f"Input to reshape is a tensor with {total} values, but the "
-                          f"requested shape requires a multiple of {known}", node)
-        dims = list(dims)
-        dims[unknown[0]] = total // known
-    elif known != total:
-        raise invalid(f"Input to reshape is a tensor with {total} values, but the requested "
-                      f"shape has {known}", node)
-    return dims
-
-
-@register_kernel("Transpose", "CPU", "GPU")
-def _transpose(node, device):
-    def compute(ctx, x, perm):
-        perm = host_ints(device, perm, node, "perm")
-        if len(perm) != x.ndim:
-            raise invalid(f"transpose expects a vector of size {x.ndim}. But input(1) is a "
-                          f"vector of size {len(perm)}", node)
-        for p in perm:
-            if not 0 <= p < x.ndim:
-                raise invalid(f"perm dim {p} is out of range of input rank {x.ndim}", node)
-        if sorted(perm) != list(range(x.ndim)):
-            raise invalid(f"perm {shape_str(perm)} is not a permutation of [0, {x.ndim})", node)
-        xp = module_for(device, x)
-        return (xp.ascontiguousarray(xp.transpose(x, perm)),)
-    return compute
-
-
-@register_kernel("ExpandDims", "CPU", "GPU")
-def _expand_dims(node, device):
-    def compute(ctx, x, dim):
-        (d,) = host_ints(device, dim, node, "'dim' input", vector=False)
-        if d < -1 - x.ndim or d > x.ndim:
-            raise invalid(f"Tried to expand dim index {d} for tensor with {x.ndim} "
-                          f"dimensions.", node)
-        d = d + x.ndim + 1 if d < 0 else d
-        return (x.reshape(x.shape[:d] + (1,) + x.shape[d:]),)
-    return compute
-
-
-@register_kernel("Squeeze", "CPU", "GPU")
-def _squeeze(node, device):
-    axes = [int(a) for a in node.attrs.get("squeeze_dims", [])]
-
-    def compute(ctx, x):
-        for a in axes:
-            if not -x.ndim <= a < x.ndim:
-                raise invalid(f"Tried to squeeze dim index {a} for tensor with {x.ndim} "
-                              f"dimensions.", node)
-        wanted = {a % x.ndim for a in axes}
-        for i in wanted:
-            if x.shape[i] != 1:
-                raise invalid(f"Can not squeeze dim[{i}], expected a dimension of 1, got "
-                              f"{x.shape[i]}", node)
-        keep = [d for i, d in enumerate(x.shape)
-                if (i not in wanted if wanted else d != 1)]
-        return (x.reshape(keep),)
-    return compute
-
-
 # -- joining ----------------------------------------------------------------------
 @register_kernel("ConcatV2", "CPU", "GPU")
 def _concat(node, device):
@@ -212,48 +131,3 @@ def _pack(node, device):
             raise invalid(f"axis = {axis} not in [{-limit}, {limit})", node)
         return (module_for(device, *values).stack(values, axis=axis % limit),)
     return compute
-
-
-# -- filling ------------------------------------------------------------------------
-@register_kernel("Fill", "CPU", "GPU")
-def _fill(node, device):
-    def compute(ctx, dims, value):
-        dims = host_dims(device, dims, node, "dims")
-        if value.ndim != 0:
-            raise invalid(f"value must be a scalar, got shape {shape_str(value.shape)}", node)
-        out = module_for(device, value).empty(dims, dtype=value.dtype)
-        out[...] = value
-        return (out,)
-    return compute
-
-
-def _like(fill_value, string_value):
-    def factory(node, device):
-        def compute(ctx, x):
-            if x.dtype == object:
-                out = np.empty(x.shape, dtype=object)
-                out[...] = string_value
-                return (out,)
-            return (device.xp.full(x.shape, fill_value, dtype=x.dtype),)
-        return compute
-    return factory
-
-
-register_kernel("ZerosLike", "CPU", "GPU")(_like(0, b""))
-register_kernel("OnesLike", "CPU", "GPU")(_like(1, b"1"))
-
-
-# -- shapes -----------------------------------------------------------------------
-def _shape_kernel(measure):
-    def factory(node, device):
-        out_type = dtypes.as_dtype(node.attrs.get("out_type", dtypes.int32)).as_numpy_dtype
-
-        def compute(ctx, x):
-            return (device.from_numpy(np.array(measure(x), dtype=out_type)),)
-        return compute
-    return factory
-
-
-register_kernel("Shape", "CPU", "GPU")(_shape_kernel(lambda x: x.shape))
-register_kernel("Size", "CPU", "GPU")(_shape_kernel(lambda x: x.size))
-register_kernel("Rank", "CPU", "GPU")(_shape_kernel(lambda x: x.ndim))

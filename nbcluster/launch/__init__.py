@@ -1,14 +1,14 @@
 """Starting clusters of task processes: the Cluster object, its launchers, cluster resolvers.
 
-Names load on first use: the Cluster machinery imports grpc, and `import
-nbcluster` (which reaches the resolvers through `tf.distribute`) must not pay
-for it.
+Names load on first use: the Cluster machinery imports grpc (through
+`nbcluster.rpc`, the only package that may), and `import nbcluster` (which
+reaches the resolvers through `tf.distribute`) must not pay for it.
 """
 import importlib
 
 _HOMES = {
     "Cluster": "cluster", "LaunchError": "errors", "LocalLauncher": "launcher",
-    "LocalCluster": "local", "child_env": "local", "free_ports": "local",
+    "child_env": "process", "free_ports": "process",
     "ClusterResolver": "resolvers", "SimpleClusterResolver": "resolvers",
     "SlurmClusterResolver": "resolvers", "TFConfigClusterResolver": "resolvers",
     "expand_hostlist": "resolvers", "TaskStatus": "status",

@@ -1,36 +1,33 @@
 """Cluster: the task servers of one cluster, started by a launcher (or connected to).
 
 Rules: a task is ready when it answers GetStatus as itself, never after a
-sleep; ports the cluster picked are picked again (the whole start retried)
-when one was taken before its task bound it; every process started is
-stopped by `stop()`, by garbage collection or at exit, and dies by itself
-when this process dies (`launcher.py`). A connected cluster owns nothing.
+sleep (`startup.py`, which also retries a start whose picked port was
+taken); every process started is stopped by `stop()`, by garbage collection
+or at exit, and dies by itself when this process dies (`launcher.py`). A
+connected cluster owns nothing.
 """
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import shutil
 import signal
 import tempfile
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
 from google.protobuf import json_format
 
-from nbcluster.framework.cluster_spec import ClusterSpec, join_address, parse_address
+from nbcluster.framework.cluster_spec import ClusterSpec, parse_address
 from nbcluster.launch import table
 from nbcluster.launch.errors import LaunchError
 from nbcluster.launch.launcher import LocalLauncher, log_tail, stop_all
-from nbcluster.launch.startup import Task, await_tasks
+from nbcluster.launch.startup import Task, await_tasks, spec_of, start_task, start_tasks
 from nbcluster.launch.status import StatusClient, TaskStatus, task_status
 from nbcluster.proto import config_pb2
 
 __all__ = ["Cluster", "TaskStatus", "LaunchError"]
 
-_ATTEMPTS = 3  # whole starts tried when a picked port was taken meanwhile
 _names = itertools.count(1)
 
 
@@ -204,49 +201,13 @@ class Cluster:
 
     def _launch(self, timeout: float) -> None:
         self._logdir.append(tempfile.mkdtemp(prefix=f"nbcluster-{os.getpid()}-"))
-        picked = [t for t in self._tasks.values() if t.requested_port == 0]
-        for attempt in range(1, _ATTEMPTS + 1):
-            self._pick_ports(picked, timeout)
-            for task in self._tasks.values():
-                self._start(task)
-            taken = await_tasks(list(self._tasks.values()), self._status, timeout)
-            if not taken:
-                return
-            stuck = [t for t in taken if t.requested_port != 0]
-            if stuck or attempt == _ATTEMPTS:
-                t = (stuck or taken)[0]
-                raise LaunchError(f"task {t.name} could not bind {t.address} "
-                                  f"{'' if stuck else f'in {_ATTEMPTS} tries '}(the port is "
-                                  f"taken); its log ends:\n{log_tail(t.log_path, 20)}")
-            # ports move, and every task must learn them: start all again
-            stop_all([t.process for t in self._tasks.values()], 1.0)
-
-    def _pick_ports(self, picked: list, timeout: float) -> None:
-        hosts = list(dict.fromkeys(t.host for t in self._tasks.values()))
-        wanted = {h: [t for t in picked if t.host == h] for h in hosts}
-        with ThreadPoolExecutor(max_workers=min(16, len(hosts))) as pool:
-            ports = dict(zip(hosts, pool.map(lambda h: self._launcher.free_ports(
-                h, len(wanted[h]), timeout), hosts)))
-        for host, tasks in wanted.items():
-            for task, port in zip(tasks, ports[host]):
-                task.address = join_address(host, port)
-
-    def _start(self, task: Task) -> None:
-        task.log_path = os.path.join(self._logdir[0], f"{task.job}-{task.index}.log")
-        args = ["--cluster", json.dumps(self.spec.as_dict()), "--job", task.job,
-                "--task", str(task.index)] + (["--config", self._config] if self._config else [])
-        on_host = sum(t.host == task.host for t in self._tasks.values())
-        task.state = "starting"
-        self._status.forget(task.address)  # a fresh channel, no stale backoff
-        task.process = self._launcher.start(task.host, args, task.log_path, on_host)
+        start_tasks(list(self._tasks.values()), self._launcher, self._status, self._logdir[0],
+                    self._config, timeout)
 
     # -- queries ---------------------------------------------------------------
     @property
     def spec(self) -> ClusterSpec:
-        jobs: dict = {}
-        for (job, index), task in sorted(self._tasks.items()):
-            jobs.setdefault(job, {})[index] = task.address
-        return ClusterSpec(jobs)
+        return spec_of(self._tasks.values())
 
     @property
     def targets(self) -> dict:
@@ -262,6 +223,27 @@ class Cluster:
     def target(self, job: str = "worker", index: int = 0) -> str:
         """"grpc://host:port" of task /job:`job`/task:`index` (ValueError if none)."""
         return f"grpc://{self._task(job, index).address}"
+
+    def pid(self, job: str, index: int) -> int:
+        """The process id of task /job:`job`/task:`index`'s server (on its own host).
+
+        Raises:
+          ValueError: no such task.
+          LaunchError: this cluster was connected to, so it knows no process
+            (`status()` has each task's own word on its pid).
+        """
+        task = self._task(job, index)
+        if task.process is None or task.process.server_pid is None:
+            raise LaunchError(f"Cluster {self.name!r} did not start {task.name}: it knows no "
+                              f"pid for it (status() reports what the task says)")
+        return task.process.server_pid
+
+    @property
+    def pids(self) -> dict:
+        """{(job, index): server pid} of every task this cluster started, stopped ones
+        included (to check that they are gone); {} for a connected cluster."""
+        return {key: t.process.server_pid for key, t in sorted(self._tasks.items())
+                if t.process is not None and t.process.server_pid is not None}
 
     def status(self, timeout: float = 2.0) -> list:
         """A TaskStatus per task, from each one's GetStatus (asked concurrently)."""
@@ -331,7 +313,8 @@ class Cluster:
         if task.process is not None:
             task.process.signal(signal.SIGKILL)
             task.process.stop(10.0)
-        self._start(task)
+        start_task(task, list(self._tasks.values()), self._launcher, self._status,
+                   self._logdir[0], self._config)
         await_tasks([task], self._status, 60.0, raise_on_bind=True)
         return f"grpc://{task.address}"
 

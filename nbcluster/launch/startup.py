@@ -1,26 +1,30 @@
-"""Waiting for started tasks: ready once each answers GetStatus as itself, else why not.
+"""Starting a cluster's tasks and waiting for them: ready once each answers GetStatus as itself.
 
 Each task is watched by its own thread until it answers, its process exits,
 or the deadline passes; the first failure stops the others' wait, so a task
-that cannot start is reported at once, quoting its log.
+that cannot start is reported at once, quoting its log. Ports the cluster
+picked are picked again (the whole start retried) when one was taken before
+its task bound it.
 """
 from __future__ import annotations
 
+import json
+import os
 import textwrap
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Optional
 
-import grpc
-
-from nbcluster.framework.cluster_spec import join_address
+from nbcluster import errors
+from nbcluster.framework.cluster_spec import ClusterSpec, join_address
 from nbcluster.launch.errors import LaunchError
-from nbcluster.launch.launcher import log_tail, signal_name
+from nbcluster.launch.launcher import log_tail, signal_name, stop_all
 from nbcluster.launch.status import StatusClient
 
 BIND_FAILURE = "failed to bind"  # what the server logs when its port is taken
 _TAIL_LINES = 20
+_ATTEMPTS = 3  # whole starts tried when a picked port was taken meanwhile
 
 
 class Task:
@@ -52,7 +56,7 @@ def _await_one(task: Task, status: StatusClient, deadline: float,
             return "silent", None
         try:
             response = status.get(task.address, min(1.0, remaining), wait=True)
-        except grpc.RpcError:
+        except errors.OpError:
             abort.wait(0.05)  # a refused connection fails at once: do not spin
             continue
         if task.process is not None and \
@@ -135,3 +139,65 @@ def await_tasks(tasks: list, status: StatusClient, timeout: float,
         message = message.replace("\n", f" (also failed: {', '.join(others)})\n", 1) \
             if "\n" in message else message + f" (also failed: {', '.join(others)})"
     raise LaunchError(message)
+
+
+def spec_of(tasks) -> ClusterSpec:
+    """The ClusterSpec of `tasks` (Task objects), at their current addresses."""
+    jobs: dict = {}
+    for task in sorted(tasks, key=lambda t: (t.job, t.index)):
+        jobs.setdefault(task.job, {})[task.index] = task.address
+    return ClusterSpec(jobs)
+
+
+def start_task(task: Task, tasks: list, launcher, status: StatusClient, logdir: str,
+               config: Optional[str]) -> None:
+    """Starts `task` (one of `tasks`, the whole cluster) with `launcher`; does not wait.
+
+    Args:
+      logdir: the folder of the tasks' logs.
+      config: every task's default session config, as ConfigProto JSON.
+    """
+    task.log_path = os.path.join(logdir, f"{task.job}-{task.index}.log")
+    args = ["--cluster", json.dumps(spec_of(tasks).as_dict()), "--job", task.job,
+            "--task", str(task.index)] + (["--config", config] if config else [])
+    on_host = sum(t.host == task.host for t in tasks)
+    task.state = "starting"
+    status.forget(task.address)  # a fresh channel, no stale backoff
+    task.process = launcher.start(task.host, args, task.log_path, on_host)
+
+
+def start_tasks(tasks: list, launcher, status: StatusClient, logdir: str,
+                config: Optional[str], timeout: float) -> None:
+    """Picks the ports of tasks at port 0, starts every task, waits until all answer.
+
+    Raises:
+      LaunchError: a task did not start (its log tail is quoted), or a port
+        stayed taken through every try.
+    """
+    picked = [t for t in tasks if t.requested_port == 0]
+    for attempt in range(1, _ATTEMPTS + 1):
+        _pick_ports(tasks, picked, launcher, timeout)
+        for task in tasks:
+            start_task(task, tasks, launcher, status, logdir, config)
+        taken = await_tasks(tasks, status, timeout)
+        if not taken:
+            return
+        stuck = [t for t in taken if t.requested_port != 0]
+        if stuck or attempt == _ATTEMPTS:
+            t = (stuck or taken)[0]
+            raise LaunchError(f"task {t.name} could not bind {t.address} "
+                              f"{'' if stuck else f'in {_ATTEMPTS} tries '}(the port is "
+                              f"taken); its log ends:\n{log_tail(t.log_path, 20)}")
+        # ports move, and every task must learn them: start all again
+        stop_all([t.process for t in tasks], 1.0)
+
+
+def _pick_ports(tasks: list, picked: list, launcher, timeout: float) -> None:
+    hosts = list(dict.fromkeys(t.host for t in tasks))
+    wanted = {h: [t for t in picked if t.host == h] for h in hosts}
+    with ThreadPoolExecutor(max_workers=min(16, len(hosts))) as pool:
+        ports = dict(zip(hosts, pool.map(
+            lambda h: launcher.free_ports(h, len(wanted[h]), timeout), hosts)))
+    for host, chosen in wanted.items():
+        for task, port in zip(chosen, ports[host]):
+            task.address = join_address(host, port)

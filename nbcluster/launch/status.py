@@ -1,9 +1,10 @@
 """GetStatus polling: is a task up, and its pid, host, devices and counters as a TaskStatus.
 
-Readiness is a GetStatus that answers, never a sleep. These channels are the
-launcher's own, with a short reconnect backoff: gRPC's default backoff (1 s,
-growing to 2 min) would make a task that starts a moment after the first poll
-look slow to come up.
+Readiness is a GetStatus that answers, never a sleep. The calls go through
+`rpc.worker_client` over channels of the launcher's own
+(`rpc.channels.polling_channel`, which retry connecting every 50-250 ms), so
+that a task starting a moment after the first poll is seen at once, and
+closing them never disturbs a session's shared channel to the same task.
 """
 from __future__ import annotations
 
@@ -13,13 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Optional
 
-import grpc
+from nbcluster import errors
+from nbcluster.rpc import channels
+from nbcluster.rpc.worker_client import GrpcWorkerClient
 
-from nbcluster.proto import worker_pb2
-from nbcluster.rpc.worker_service import SERVICE
-
-_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 50), ("grpc.min_reconnect_backoff_ms", 50),
-            ("grpc.max_reconnect_backoff_ms", 250)]
 STATES = ("up", "down", "starting", "failed", "stopped")
 
 
@@ -46,17 +44,16 @@ class StatusClient:
     """GetStatus calls to any number of addresses; `close()` frees the channels."""
 
     def __init__(self) -> None:
-        self._channels: dict = {}
+        self._clients: dict = {}  # address -> (its channel, a GrpcWorkerClient on it)
         self._lock = threading.Lock()
 
-    def _stub(self, address: str):
+    def _client(self, address: str) -> GrpcWorkerClient:
         with self._lock:
-            channel = self._channels.get(address)
-            if channel is None:
-                channel = self._channels[address] = grpc.insecure_channel(address, _OPTIONS)
-        return channel.unary_unary(f"/{SERVICE}/GetStatus",
-                                   request_serializer=lambda m: m.SerializeToString(),
-                                   response_deserializer=worker_pb2.GetStatusResponse.FromString)
+            entry = self._clients.get(address)
+            if entry is None:
+                channel = channels.polling_channel(address)
+                entry = self._clients[address] = (channel, GrpcWorkerClient(address, channel))
+        return entry[1]
 
     def get(self, address: str, timeout: float, wait: bool = False):
         """The GetStatusResponse of the task at `address`.
@@ -66,17 +63,16 @@ class StatusClient:
           wait: wait (up to `timeout`) for the task to accept connections,
             instead of failing at once when it does not.
         Raises:
-          grpc.RpcError: no answer.
+          OpError: no answer (UnavailableError, DeadlineExceededError).
         """
-        return self._stub(address)(worker_pb2.GetStatusRequest(), timeout=timeout,
-                                   wait_for_ready=wait)
+        return self._client(address).get_status(timeout, wait_for_ready=wait)
 
     def get_many(self, addresses: dict, timeout: float) -> dict:
         """{key: GetStatusResponse or None (no answer)} for {key: address}, concurrently."""
         def one(address):
             try:
                 return self.get(address, timeout)
-            except grpc.RpcError:
+            except errors.OpError:
                 return None
         if not addresses:
             return {}
@@ -85,15 +81,16 @@ class StatusClient:
         return {key: future.result() for key, future in futures.items()}
 
     def forget(self, address: str) -> None:
+        """Closes the channel to `address`: the next call connects afresh, with no backoff."""
         with self._lock:
-            channel = self._channels.pop(address, None)
-        if channel is not None:
-            channel.close()
+            entry = self._clients.pop(address, None)
+        if entry is not None:
+            entry[0].close()
 
     def close(self) -> None:
         with self._lock:
-            channels, self._channels = list(self._channels.values()), {}
-        for channel in channels:
+            entries, self._clients = list(self._clients.values()), {}
+        for channel, _ in entries:
             channel.close()
 
 

@@ -64,7 +64,7 @@ def _deprecated_alias(new_name: str, new, old_name: str, old):
 def _all_axes(x: Tensor) -> Tensor:
     if x.shape.rank is not None:
         return constant(np.arange(x.shape.rank, dtype=np.int32), name="Const")
-    from nbcluster.ops.array import rank  # unknown rank: reduce over range(rank(x))
+    from nbcluster.ops.shapes import rank  # unknown rank: reduce over range(rank(x))
 
     return range(0, rank(x))
 

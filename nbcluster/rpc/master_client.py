@@ -46,6 +46,11 @@ class GrpcMasterClient:
             return stub(request, timeout=timeout, wait_for_ready=wait_for_ready)
         except grpc.RpcError as e:
             raise from_rpc_error(e, f"grpc://{self.address}") from None
+        except ValueError as e:
+            raise self._closed(e) from None
+
+    def _closed(self, error: ValueError) -> Exception:
+        return channels.closed_channel_error(error, f"grpc://{self.address}") or error
 
     def create_session(self, nodes: list, config=None, target: Optional[str] = None) -> tuple:
         req = master_pb2.CreateSessionRequest(graph_def=nodes_to_proto(nodes),
@@ -74,6 +79,8 @@ class GrpcMasterClient:
             response, tensors = self._run(req, list(feeds.items()), timeout + 5.0)
         except grpc.RpcError as e:
             raise from_rpc_error(e, f"grpc://{self.address}") from None
+        except ValueError as e:
+            raise self._closed(e) from None
         values = dict(tensors)
         metadata = response.metadata if response.HasField("metadata") else None
         return [values[f] for f in fetches], metadata

@@ -21,11 +21,17 @@ _STEP_TIMEOUT = 24 * 3600.0
 
 
 class GrpcWorkerClient:
-    """Talks to the worker of the task at `address`."""
+    """Talks to the worker of the task at `address`.
 
-    def __init__(self, address: str) -> None:
+    Args:
+      address: "host:port".
+      channel: the gRPC channel to use; default: the shared one to `address`
+        (`channels.channel`). A channel given here stays its owner's to close.
+    """
+
+    def __init__(self, address: str, channel=None) -> None:
         self.address = address
-        channel = channels.channel(address)
+        channel = channel if channel is not None else channels.channel(address)
 
         def method(name, response_class):
             return channel.unary_unary(f"/{SERVICE}/{name}",
@@ -45,21 +51,38 @@ class GrpcWorkerClient:
                                 RECV_TENSOR_RESPONSE)
         self._recv_many = channel.unary_stream(f"/{SERVICE}/{RECV_TENSORS}")
 
-    def _call(self, stub, request, timeout: Optional[float]):
+    def _call(self, stub, request, timeout: Optional[float], wait_for_ready: bool = False):
         try:
-            return stub(request, timeout=timeout)
+            return stub(request, timeout=timeout, wait_for_ready=wait_for_ready)
         except grpc.RpcError as e:
             raise from_rpc_error(e, f"worker {self.address}") from None
+        except ValueError as e:
+            raise self._closed(e) from None
 
     def _call_tensors(self, stub, request, tensors: list, timeout: Optional[float]):
         try:
             return stub(request, tensors, timeout)
         except grpc.RpcError as e:
             raise from_rpc_error(e, f"worker {self.address}") from None
+        except ValueError as e:
+            raise self._closed(e) from None
 
-    def get_status(self, timeout: Optional[float] = None):
+    def _closed(self, error: ValueError) -> Exception:
+        return channels.closed_channel_error(error, f"worker {self.address}") or error
+
+    def get_status(self, timeout: Optional[float] = None, wait_for_ready: bool = False):
+        """The task's GetStatusResponse (pid, host, devices, counters).
+
+        Args:
+          timeout: seconds the call may take (default 30).
+          wait_for_ready: wait, within `timeout`, for the task to accept
+            connections instead of failing at once when it refuses them.
+        Raises:
+          UnavailableError: the task does not answer (DeadlineExceededError
+            once `timeout` passed).
+        """
         return self._call(self._status, worker_pb2.GetStatusRequest(),
-                          timeout or _CONTROL_TIMEOUT)
+                          timeout or _CONTROL_TIMEOUT, wait_for_ready)
 
     def create_worker_session(self, session_handle: str, isolate: bool,
                               server_def=None) -> None:
@@ -127,6 +150,8 @@ class GrpcWorkerClient:
                                    timeout=timeout if timeout is not None else _STEP_TIMEOUT)
         except grpc.RpcError as e:
             raise from_rpc_error(e, f"worker {self.address}") from None
+        except ValueError as e:
+            raise self._closed(e) from None
         token = None
         if cancellation is not None:
             token = cancellation.register(call.cancel)

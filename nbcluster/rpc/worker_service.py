@@ -35,7 +35,8 @@ def worker_handler(worker) -> grpc.GenericRpcHandler:
 
     def register_graph(req, context):
         handle = worker.register_graph(req.session_handle, nodes_from_proto(req.graph_def),
-                                       req.config_proto.inter_op_parallelism_threads)
+                                       req.config_proto.inter_op_parallelism_threads,
+                                       req.create_worker_session_called)
         return worker_pb2.RegisterGraphResponse(graph_handle=handle)
 
     def deregister_graph(req, context):

@@ -2,10 +2,14 @@
 
 Rule: all per-graph work (topological order, kernel construction, input
 wiring) happens in `Executor.__init__`; `run` only moves values.
-Ready nodes run inline on the thread that made them ready; extra ready
-branches go to a shared thread pool while fewer than `parallelism` chains
-of this step are active. A chain entering a blocking kernel (Recv, dequeue)
-stops counting as active, so blocked branches never starve the rest.
+Ready nodes run inline on the thread that made them ready. A thread wake
+costs about 0.1 ms on a small host, so a ready branch goes to the shared pool
+only when its kernel took long enough last step (`_SPAWN_MIN_S`) and fewer
+than `parallelism` chains of this step are active. A chain entering a
+blocking kernel (a remote Recv, dequeue) stops counting as active, so blocked
+branches never starve the rest. A Recv whose tensor lands in this step's
+rendezvous by itself (a same-task send, or a stream the worker opened) never
+takes a thread: the step waits for whichever of those lands first.
 """
 from __future__ import annotations
 
@@ -18,9 +22,11 @@ from typing import Optional
 from nbcluster import errors
 from nbcluster.framework.node import Node, parse_input
 from nbcluster.framework.op_registry import get_op_def
-from nbcluster.kernels.registry import get_kernel_factory
+from nbcluster.runtime.planning import as_op_error, make_kernel, topological
 
 _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="nbcluster-exec")
+# Below this a kernel finishes before a woken thread would start it.
+_SPAWN_MIN_S = 0.0001
 
 
 class Executor:
@@ -29,7 +35,7 @@ class Executor:
     def __init__(self, nodes: list[Node], device, parallelism: int = 1) -> None:
         self.device = device
         self.parallelism = max(1, parallelism)
-        self.nodes = _topological(nodes)
+        self.nodes = topological(nodes)
         index = {n.name: i for i, n in enumerate(self.nodes)}
         n = len(self.nodes)
         self.names = [node.name for node in self.nodes]
@@ -39,10 +45,14 @@ class Executor:
         # A feed's _Recv only reads a value already there: cheap, never blocking.
         feeds = [n.op == "_Recv" and bool(n.attrs.get("client_terminated")) for n in self.nodes]
         self.cheap = [node.op in _CHEAP or fed for node, fed in zip(self.nodes, feeds)]
+        # Seconds each kernel took when it last ran: 0 until then, so a first
+        # step runs inline and later ones spread only what is worth a thread.
+        self.cost = [0.0] * n
         succ: list = [set() for _ in range(n)]
         pending = [0] * n
+        op_defs: dict = {}
         for i, node in enumerate(self.nodes):
-            op_def = get_op_def(node.op)
+            op_def = op_defs.get(node.op) or op_defs.setdefault(node.op, get_op_def(node.op))
             self.blocking[i] = op_def.blocking and not feeds[i]
             wiring, preds = [], set()
             for slot, ref in enumerate(node.inputs):
@@ -50,35 +60,55 @@ class Executor:
                 src = index[src_name]
                 preds.add(src)
                 if k >= 0:
-                    deref = (k in get_op_def(self.nodes[src].op).ref_outputs
-                             and slot not in op_def.ref_inputs)
+                    src_op = self.nodes[src].op
+                    src_def = op_defs.get(src_op) or op_defs.setdefault(src_op,
+                                                                        get_op_def(src_op))
+                    deref = k in src_def.ref_outputs and slot not in op_def.ref_inputs
                     wiring.append((src, k, deref))
             self.inputs[i] = tuple(wiring)
             pending[i] = len(preds)
             for p in preds:
                 succ[p].add(i)
-            self.kernels[i] = _make_kernel(node, device)
+            self.kernels[i] = make_kernel(node, device)
         self.successors = [tuple(sorted(s)) for s in succ]
         self.pending = pending
         self.roots = [i for i in range(n) if pending[i] == 0]
-        # Parallel dataflow only pays when two costly kernels could overlap.
-        costly = sum(1 for c, b in zip(self.cheap, self.blocking) if not c or b)
-        # A blocking kernel (dequeue, Recv) must not hold the only thread that
-        # could run what unblocks it, so plans with one never run sequentially.
-        self.sequential = not any(self.blocking) and (self.parallelism == 1 or costly <= 1)
+        # A Recv kernel names its rendezvous key; if the tensor lands here by
+        # itself, the step can wait for it without giving it a thread.
+        self.recv_keys = [getattr(k, "rendezvous_key", None) if b else None
+                          for k, b in zip(self.kernels, self.blocking)]
+        self.any_blocking = any(self.blocking)
+        # Only sends to other devices are worth holding back (`run`), and only
+        # spreading branches over threads needs kernel timings.
+        self.remote_sends = any(node.op == "_Send" and not node.attrs.get("client_terminated")
+                                for node in self.nodes)
+        self.timed = self.parallelism > 1
 
     def run(self, ctx) -> Optional[list]:
         """Runs every node once; returns raw stats rows if `ctx.collect_stats`."""
         stats = [] if ctx.collect_stats else None
-        if self.sequential:
-            values: list = [None] * len(self.nodes)
-            for i in range(len(self.nodes)):
-                self._execute(i, values, ctx, stats)
-        else:
-            _StepRun(self, ctx, stats).run()
+        # Sends wake their receivers in batches: before this run waits, and at its end.
+        held = self.remote_sends and getattr(ctx.rendezvous, "hold", None) is not None
+        if held:
+            ctx.rendezvous.hold()
+        try:
+            if not self.any_blocking and (self.parallelism == 1 or self._costly() <= 1):
+                values: list = [None] * len(self.nodes)
+                for i in range(len(self.nodes)):
+                    if not self._execute(i, values, ctx, stats):
+                        break
+            else:
+                _StepRun(self, ctx, stats, held).run()
+        finally:
+            if held:
+                ctx.rendezvous.unhold()
         if ctx.cancellation.error is not None:
             raise ctx.cancellation.error
         return stats
+
+    def _costly(self) -> int:
+        """How many kernels took long enough last step to be worth a thread."""
+        return sum(1 for c in self.cost if c >= _SPAWN_MIN_S)
 
     def _execute(self, i: int, values: list, ctx, stats) -> bool:
         if ctx.cancellation.error is not None:
@@ -87,44 +117,73 @@ class Executor:
         for src, k, deref in self.inputs[i]:
             value = values[src][k]
             args.append(value.read() if deref else value)
-        start = time.time() if stats is not None else 0.0
+        start = time.perf_counter() if self.timed else 0.0
+        wall = time.time() if stats is not None else 0.0
         try:
             values[i] = self.kernels[i](ctx, *args)
         except Exception as e:  # noqa: BLE001 - every kernel failure becomes an OpError
-            ctx.cancellation.cancel(_as_op_error(e, self.names[i]))
+            ctx.cancellation.cancel(as_op_error(e, self.names[i]))
             return False
+        if self.timed and not self.blocking[i]:
+            self.cost[i] = time.perf_counter() - start
         if stats is not None:
-            stats.append((i, start, time.time(), threading.get_ident(), values[i]))
+            stats.append((i, wall, time.time(), threading.get_ident(), values[i]))
         return True
 
 
 class _StepRun:
     """The mutable state of one dataflow run of an Executor."""
 
-    def __init__(self, plan: Executor, ctx, stats) -> None:
+    def __init__(self, plan: Executor, ctx, stats, held: bool = False) -> None:
         self.plan, self.ctx, self.stats = plan, ctx, stats
+        self.flush = ctx.rendezvous.flush if held else _nothing
         self.values: list = [None] * len(plan.nodes)
         self.pending = list(plan.pending)
         self.lock = threading.Lock()
-        self.cheap: list = []              # ready nodes always run inline
-        self.ready: collections.deque = collections.deque()
+        self.inline: list = []             # ready nodes this chain runs itself
+        self.ready: collections.deque = collections.deque()  # worth a thread of their own
+        self.waiting: dict = {}            # node -> key of a Recv whose tensor lands here
+        self.waiter = False                # a chain is waiting for one of `waiting`
+        self.wake = False                  # `waiting` grew while a chain waited on it
+        self.landed: set = set()           # nodes of `waiting` whose tensor is here
         self.active = 0
         self.outstanding = 0
         self.done = threading.Event()
+        rendezvous = ctx.rendezvous
+        self.lands = getattr(rendezvous, "lands_here", None)
 
     def run(self) -> None:
         with self.lock:
             for i in self.plan.roots:
-                (self.cheap if self.plan.cheap[i] else self.ready).append(i)
+                self._push_locked(i)
             self.active = self.outstanding = 1
             first = self._next_locked()
             self._spawn_locked()
         self._chain(first)
         self.done.wait()
 
+    def _push_locked(self, i: int) -> None:
+        plan = self.plan
+        key = plan.recv_keys[i]
+        if key is not None and self.lands is not None and self.lands(key):
+            self.waiting[i] = key
+            self.wake = self.waiter
+        elif plan.blocking[i] or not (plan.cheap[i] or plan.cost[i] < _SPAWN_MIN_S):
+            self.ready.append(i)
+        else:
+            self.inline.append(i)
+
     def _next_locked(self) -> Optional[int]:
-        if self.cheap:
-            return self.cheap.pop()
+        if self.inline:
+            return self.inline.pop()
+        if self.waiting:
+            landed = self.ctx.rendezvous.landed(self.waiting.values())
+            for i in [i for i, key in self.waiting.items() if key in landed]:
+                del self.waiting[i]
+                self.landed.add(i)
+                self.inline.append(i)
+            if self.inline:
+                return self.inline.pop()
         return self.ready.popleft() if self.ready else None
 
     def _spawn_locked(self) -> None:
@@ -133,93 +192,91 @@ class _StepRun:
             self.outstanding += 1
             _POOL.submit(self._chain, self.ready.popleft())
 
-    def _chain(self, i: Optional[int]) -> None:
-        plan = self.plan
-        while i is not None:
-            blocking = plan.blocking[i]
-            if blocking:
-                with self.lock:
-                    self.active -= 1
-                    self._spawn_locked()
-            ok = plan._execute(i, self.values, self.ctx, self.stats)
+    def _chain(self, i: Optional[int], wait_first: bool = False) -> None:
+        if wait_first:
+            i = self._wait_for_landing()
+        while True:
+            while i is not None:
+                i = self._after(i, self._run_node(i))
             with self.lock:
-                if blocking:
-                    self.active += 1
-                if ok:
-                    for s in plan.successors[i]:
-                        self.pending[s] -= 1
-                        if self.pending[s] == 0:
-                            (self.cheap if plan.cheap[s] else self.ready).append(s)
-                i = self._next_locked() if ok else None
-                if ok:
-                    self._spawn_locked()
-                if i is None:
-                    self.active -= 1
+                self.active -= 1
+                leave = not self.waiting or self.waiter or \
+                    self.ctx.cancellation.error is not None
+                if leave:
                     self.outstanding -= 1
-                    if self.outstanding == 0:
-                        self.done.set()
+                    last = self.outstanding == 0
+                else:
+                    self.waiter = True  # nothing else to run: wait here, not on a new thread
+                    self._spawn_locked()
+            if leave:
+                # Another chain may be blocked on a peer that waits for what we sent.
+                self.flush()
+                if last:
+                    self.done.set()
+                return
+            i = self._wait_for_landing()
+
+    def _run_node(self, i: int) -> bool:
+        plan = self.plan
+        if not plan.blocking[i] or i in self.landed:
+            return plan._execute(i, self.values, self.ctx, self.stats)
+        with self.lock:  # blocked, it must not hold a slot others could use
+            self.active -= 1
+            self._spawn_locked()
+            # Nor may it keep the Recvs that wait for landing tensors unseen.
+            waiter = bool(self.waiting) and not self.waiter
+            if waiter:
+                self.waiter = True
+                self.outstanding += 1
+        if waiter:
+            _POOL.submit(self._chain, None, True)
+        self.flush()
+        try:
+            return plan._execute(i, self.values, self.ctx, self.stats)
+        finally:
+            with self.lock:
+                self.active += 1
+
+    def _wait_for_landing(self) -> Optional[int]:
+        """Waits (as the step's only such waiter) until a tensor of `waiting` lands."""
+        waiting = self.waiting
+        self.flush()
+        try:
+            self.ctx.rendezvous.wait_any(lambda: list(waiting.values()), self.ctx)
+        except errors.OpError as e:
+            first = next(iter(list(waiting)), None)  # a Recv still waiting names the error
+            self.ctx.cancellation.cancel(e if first is None
+                                         else as_op_error(e, self.plan.names[first]))
+        with self.lock:
+            self.waiter = False
+            self.active += 1
+            if self.ctx.cancellation.error is not None:
+                return None
+            return self._next_locked()
+
+    def _after(self, i: int, ok: bool) -> Optional[int]:
+        """Makes `i`'s successors ready; returns the next node for this chain."""
+        plan = self.plan
+        with self.lock:
+            if not ok:
+                return None
+            for s in plan.successors[i]:
+                self.pending[s] -= 1
+                if self.pending[s] == 0:
+                    self._push_locked(s)
+            wake, self.wake = self.wake, False
+            keys = list(self.waiting.values()) if wake else None
+            nxt = self._next_locked()
+            self._spawn_locked()
+        if wake:
+            self.ctx.rendezvous.want(keys)
+        return nxt
+
+
+def _nothing() -> None:
+    pass
 
 
 # Kernels too cheap to be worth a thread hop: run on whichever thread is there.
 _CHEAP = frozenset({"Const", "Identity", "NoOp", "VariableV2", "Placeholder",
                     "PlaceholderWithDefault", "Shape", "Reshape", "_Send", "Fill"})
-
-
-def _make_kernel(node: Node, device):
-    try:
-        return get_kernel_factory(node.op, device.device_type)(node, device)
-    except errors.OpError as e:
-        raise type(e)(None, None, f"{e.message} (node {node.name})",
-                      node_name=node.name) from None
-    except (ValueError, TypeError, KeyError) as e:
-        raise errors.InvalidArgumentError(
-            None, None, f"Cannot build kernel for node {node.name} ({node.op}): {e}",
-            node_name=node.name) from None
-
-
-def _as_op_error(e: Exception, node_name: str) -> errors.OpError:
-    if isinstance(e, errors.OpError):
-        name = e.node_name or node_name
-        if name in e.message:
-            e.node_name = name
-            return e
-        # Like TF, the message names the failing node (it must survive the wire).
-        cls = errors.exception_type_from_error_code(e.error_code)
-        return cls(e.node_def, e.op, f"{e.message}\n\t [[{{{{node {name}}}}}]]",
-                   node_name=name)
-    message = f"{e}\n\t [[{{{{node {node_name}}}}}]]"
-    if isinstance(e, (ValueError, TypeError, IndexError, ZeroDivisionError)):
-        return errors.InvalidArgumentError(None, None, message, node_name=node_name)
-    if isinstance(e, MemoryError):
-        return errors.ResourceExhaustedError(None, None, message, node_name=node_name)
-    return errors.UnknownError(None, None, f"{type(e).__name__}: {message}",
-                               node_name=node_name)
-
-
-def _topological(nodes: list[Node]) -> list[Node]:
-    by_name = {n.name: n for n in nodes}
-    order, state = [], {}
-    for root in nodes:
-        if root.name in state:
-            continue
-        stack = [(root.name, iter(root.inputs))]
-        state[root.name] = 1
-        while stack:
-            name, it = stack[-1]
-            for ref in it:
-                src = parse_input(ref)[0]
-                if src not in by_name:
-                    raise errors.InvalidArgumentError(
-                        None, None, f"Node '{name}' has an input from unknown node '{src}'")
-                if state.get(src) == 1:
-                    raise errors.InvalidArgumentError(
-                        None, None, f"Graph has a cycle through node '{src}'")
-                if src not in state:
-                    state[src] = 1
-                    stack.append((src, iter(by_name[src].inputs)))
-                    break
-            else:
-                stack.pop()
-                state[name] = 2
-                order.append(by_name[name])
-    return order

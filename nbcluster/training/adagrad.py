@@ -3,7 +3,7 @@ ApplyAdagrad); one "accumulator" slot per variable, starting at a positive value
 from __future__ import annotations
 
 from nbcluster.framework.constant import constant
-from nbcluster.ops import array as array_ops
+from nbcluster.ops import fill as fill_ops
 from nbcluster.ops import training as training_ops
 from nbcluster.training.optimizer import Optimizer, hyperparameter
 
@@ -34,7 +34,7 @@ class AdagradOptimizer(Optimizer):
         start = self._initial_accumulator_value
         for v in var_list:
             self._get_or_make_slot_with_initializer(
-                v, lambda shape, dtype: array_ops.fill(shape, constant(start, dtype=dtype)),
+                v, lambda shape, dtype: fill_ops.fill(shape, constant(start, dtype=dtype)),
                 v.shape, v.dtype, "accumulator", self._name)
 
     def _prepare(self) -> None:

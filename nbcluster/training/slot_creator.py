@@ -12,7 +12,7 @@ from typing import Callable
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.tensor_shape import TensorShape
-from nbcluster.ops import array as array_ops
+from nbcluster.ops import fill as fill_ops
 from nbcluster.ops.state import Variable
 
 
@@ -66,8 +66,8 @@ def create_zeros_slot(primary: Variable, name: str, dtype=None) -> Variable:
     dtype = dtypes.as_dtype(dtype or primary.dtype)
     if primary.shape.is_fully_defined():
         return create_slot_with_initializer(
-            primary, lambda shape, dt: array_ops.zeros(shape, dtype=dt), primary.shape,
+            primary, lambda shape, dt: fill_ops.zeros(shape, dtype=dt), primary.shape,
             dtype, name)
     # A shape known only at run time: zeros shaped like the primary's initial value.
-    return create_slot(primary, lambda: array_ops.zeros_like(primary.initial_value,
+    return create_slot(primary, lambda: fill_ops.zeros_like(primary.initial_value,
                                                              dtype=dtype), name)

@@ -50,7 +50,7 @@ def create_global_step(graph: Optional[Graph] = None) -> Variable:
     if get_global_step(graph) is not None:
         raise ValueError("\"global_step\" already exists.")
     with graph.as_default(), graph.name_scope(None), graph.control_dependencies(None):
-        from nbcluster.ops.array import zeros
+        from nbcluster.ops.fill import zeros
         return Variable(lambda: zeros([], dtype=dtypes.int64), trainable=False,
                         collections=[GLOBAL_VARIABLES, GLOBAL_STEP], name=GLOBAL_STEP)
 

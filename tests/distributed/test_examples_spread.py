@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 import nbcluster as tf
-from nbcluster.launch import LocalCluster
+from nbcluster.launch import Cluster
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -388,13 +388,13 @@ def devices_used(metas) -> set:
 # -- fixtures --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def one_task():
-    with LocalCluster({"worker": 1}) as cluster:
+    with Cluster.local(jobs={"worker": 1}) as cluster:
         yield cluster
 
 
 @pytest.fixture(scope="module")
 def three_tasks():
-    with LocalCluster({"ps": 1, "worker": 2}) as cluster:
+    with Cluster.local(ps=1, worker=2) as cluster:
         yield cluster
 
 

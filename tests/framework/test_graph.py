@@ -477,3 +477,31 @@ def test_mixing_tensors_of_two_graphs_raises():
         tf.add(a, b)
     with pytest.raises(ValueError):
         tf.get_default_graph().as_graph_element(b)
+
+
+def test_scopes_are_per_thread():
+    graph = tf.Graph()
+    inside, built = threading.Event(), threading.Event()
+    other = {}
+
+    def build_elsewhere():
+        inside.wait(10)
+        with graph.as_default():
+            other["op"] = tf.constant(1.0, name="c").op
+            other["ctl"] = tf.no_op(name="n")
+        built.set()
+
+    thread = threading.Thread(target=build_elsewhere)
+    thread.start()
+    with graph.as_default(), graph.device("/job:ps/task:0"), graph.name_scope("scoped"), \
+            graph.colocate_with(tf.constant(0.0, name="anchor").op), \
+            graph.control_dependencies([tf.no_op(name="first")]):
+        inside.set()
+        assert built.wait(10)
+        mine = tf.constant(2.0, name="c").op
+    thread.join(10)
+    assert (other["op"].name, other["op"].device, other["op"].control_inputs) == ("c", "", [])
+    assert other["op"].colocation_groups() == ["loc:@c"]  # not the anchor's group
+    assert not other["ctl"].control_inputs
+    assert mine.name == "scoped/c" and [c.name for c in mine.control_inputs] == ["scoped/first"]
+    assert mine.colocation_groups() == ["loc:@scoped/anchor"]

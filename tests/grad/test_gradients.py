@@ -10,12 +10,6 @@ from nbcluster.grad.gradients import gradients
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default() as graph:
-        yield graph
-
-
 def run(fetches, feed=None):
     with tf.Session() as sess:
         return sess.run(fetches, feed)

@@ -5,37 +5,26 @@ Sweep rule: op types registered with `stateful=True` (variables, queues,
 random sources, training updates, save/restore) need no declaration; they
 never lie on a differentiable path. Everything else must be declared.
 """
-import importlib
-import pkgutil
-
 import pytest
+from op_families import load_every_op_family
 
 import nbcluster  # noqa: F401 - registers ops defined outside ops/ (Const, _Send, ...)
 import nbcluster.distributed.send_recv  # noqa: F401 - _Send/_Recv
-import nbcluster.kernels
-import nbcluster.ops
 from nbcluster.framework.op_registry import registered_ops
 from nbcluster.grad import registry
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def _load_all_families() -> None:
-    for package in (nbcluster.ops, nbcluster.kernels):
-        for info in pkgutil.iter_modules(package.__path__):
-            importlib.import_module(f"{package.__name__}.{info.name}")
-    nbcluster.kernels.load_all()
-
-
 def test_every_stateless_op_has_a_gradient_or_is_not_differentiable():
-    _load_all_families()
+    load_every_op_family()
     missing = sorted(name for name, op_def in registered_ops().items()
                      if not op_def.stateful and not registry.is_declared(name))
     assert not missing, f"op types with neither a gradient nor NotDifferentiable: {missing}"
 
 
 def test_every_declared_type_is_a_registered_op():
-    _load_all_families()
+    load_every_op_family()
     ops = registered_ops()
     stray = sorted(name for name in registry.registered_gradients() if name not in ops)
     assert not stray, f"gradients declared for unknown op types: {stray}"

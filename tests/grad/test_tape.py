@@ -11,12 +11,6 @@ from nbcluster.grad.tape import GradientTape
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default() as graph:
-        yield graph
-
-
 def run(fetches, feed=None):
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())

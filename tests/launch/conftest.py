@@ -1,4 +1,4 @@
-"""Fixtures for launcher tests: a real OpenSSH sshd on 127.0.0.1, and pid checks."""
+"""Fixtures for launcher tests: a real OpenSSH sshd on 127.0.0.1."""
 from __future__ import annotations
 
 import os

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from launch_pids import pid_alive
 from nbcluster.launch import Cluster, LaunchError, child_env
 from nbcluster.server import parse_ready_line
+from process_checks import alive
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -25,8 +25,11 @@ def test_connect_shows_tasks_up_with_their_pids_and_stop_leaves_them(local_clust
         cluster.kill("worker", 0)
     with pytest.raises(LaunchError, match="connected"):
         cluster.restart("worker", 0)
+    assert cluster.pids == {}
+    with pytest.raises(LaunchError, match=r"did not start /job:worker/task:0"):
+        cluster.pid("worker", 0)
     cluster.stop()
-    assert all(pid_alive(pid) for pid in local_cluster.pids.values())
+    assert all(alive(pid) for pid in local_cluster.pids.values())
     assert Cluster.connect(local_cluster.spec).status()[0].state == "up"
 
 

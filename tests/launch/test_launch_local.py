@@ -5,13 +5,14 @@ import os
 import signal
 import socket
 import stat
+import time
 
 import numpy as np
 import pytest
 
 import nbcluster as tf
 from nbcluster.launch import Cluster, LaunchError, LocalLauncher, TaskStatus
-from launch_pids import kill_pids, pid_alive, wait_gone
+from process_checks import alive, kill_pids, wait_gone
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -57,7 +58,7 @@ def test_local_cluster_runs_a_step_and_reports_each_task(clusters):
     assert [(s.job, s.index, s.state) for s in statuses] == \
         [("ps", 0, "up"), ("worker", 0, "up"), ("worker", 1, "up")]
     pids = {s.pid for s in statuses}
-    assert len(pids) == 3 and os.getpid() not in pids and all(pid_alive(p) for p in pids)
+    assert len(pids) == 3 and os.getpid() not in pids and all(alive(p) for p in pids)
     worker1 = statuses[2]
     assert worker1.devices == ("/job:worker/replica:0/task:1/device:CPU:0",)
     assert worker1.steps_run >= 1 and worker1.uptime_s is not None and worker1.uptime_s >= 0
@@ -100,10 +101,12 @@ def test_restart_and_kill_change_state_and_pid(clusters):
     assert wait_gone([before[("worker", 1)]], 10) == []
     after = {(s.job, s.index): (s.pid, s.state) for s in cluster.status()}
     assert after[("worker", 1)][1] == "up" and after[("worker", 1)][0] != before[("worker", 1)]
+    assert cluster.pid("worker", 1) == after[("worker", 1)][0]
+    assert cluster.pids == {key: pid for key, (pid, _) in after.items()}
     w = np.arange(4, dtype=np.float32).reshape(2, 2)
     np.testing.assert_allclose(_step(cluster.target("worker", 0)), w @ w)
     cluster.kill("worker", 0)
-    assert not pid_alive(before[("worker", 0)])
+    assert not alive(before[("worker", 0)])
     states = {(s.job, s.index): s.state for s in cluster.status()}
     assert states == {("ps", 0): "up", ("worker", 0): "stopped", ("worker", 1): "up"}
     with pytest.raises(TimeoutError, match=r"/job:worker/task:0"):
@@ -115,9 +118,18 @@ def test_restart_and_kill_change_state_and_pid(clusters):
 def test_a_task_killed_from_outside_shows_as_failed(clusters):
     cluster = Cluster.local(ps=0, worker=1)
     clusters.append(cluster)
-    os.kill(cluster.status()[0].pid, signal.SIGKILL)
-    cluster._tasks[("worker", 0)].process.proc.wait(10)
-    assert cluster.status()[0].state == "failed"
+    pid = cluster.pid("worker", 0)
+    assert cluster.pids == {("worker", 0): pid} and cluster.status()[0].pid == pid
+    os.kill(pid, signal.SIGKILL)
+    # Its main thread is a zombie (gone to wait_gone) a moment before the
+    # process as a whole can be reaped, which status() does once it can.
+    deadline = time.monotonic() + 10
+    while cluster.status()[0].state != "failed":
+        assert time.monotonic() < deadline, cluster.status()
+        time.sleep(0.05)
+    assert wait_gone([pid], 1) == []
+    with pytest.raises(ValueError, match=r"/job:worker/task:1"):
+        cluster.pid("worker", 1)
 
 
 def test_repr_and_html_show_every_task(clusters):
@@ -135,7 +147,7 @@ def test_repr_and_html_show_every_task(clusters):
 def test_context_manager_stops_every_task():
     with Cluster.local(ps=1, worker=1) as cluster:
         pids = [s.pid for s in cluster.status()]
-        assert all(pid_alive(p) for p in pids)
+        assert all(alive(p) for p in pids)
     assert wait_gone(pids, 10) == []
 
 

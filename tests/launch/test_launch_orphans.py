@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from launch_pids import kill_pids, wait_gone
+from process_checks import kill_pids, wait_gone
 from nbcluster.launch import child_env
 
 pytestmark = pytest.mark.timeout(120)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import nbcluster as tf
-from launch_pids import kill_pids, pid_alive, wait_gone
+from process_checks import alive, kill_pids, wait_gone
 from nbcluster.launch import Cluster, LaunchError, child_env, free_ports
 from nbcluster.launch.process import _PACKAGE_ROOT
 
@@ -32,7 +32,7 @@ def test_ssh_cluster_runs_a_step_logs_and_stops(sshd):
         pids = [s.pid for s in statuses]
         assert [(s.job, s.index, s.state) for s in statuses] == [("ps", 0, "up"),
                                                                 ("worker", 0, "up")]
-        assert all(pid_alive(p) for p in pids)
+        assert all(alive(p) for p in pids)
         ssh_clients = [t.process.pid for t in cluster._tasks.values()]
         assert not set(ssh_clients) & set(pids)  # the servers are sshd's children, not ours
         graph = tf.Graph()
@@ -101,7 +101,7 @@ def test_remote_tasks_die_with_their_owner(sshd):
     pids = []
     try:
         pids = json.loads(owner.stdout.readline())
-        assert len(pids) == 1 and pid_alive(pids[0])
+        assert len(pids) == 1 and alive(pids[0])
         owner.kill()
         owner.wait(30)
         assert wait_gone(pids, 10) == [], "a remote task outlived its owner by 10 s"

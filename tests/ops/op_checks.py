@@ -22,3 +22,18 @@ def check(actual, expected, dtype):
     assert actual.shape == np.shape(expected)
     tol = {np.float16: 2e-3, np.float32: 1e-5, np.float64: 1e-12}.get(np.dtype(dtype).type, 0)
     np.testing.assert_allclose(actual, expected, rtol=tol, atol=tol)
+
+
+# The array, shape and fill families move values of every dtype, bool and string too.
+ARRAY_DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_]
+
+
+def sample_any(shape, dtype):
+    """The same values on every call for (shape, dtype); bools, and bytes for object."""
+    rng = np.random.default_rng(0)
+    if dtype == np.bool_:
+        return rng.random(shape) > 0.5
+    if dtype == object:
+        return np.array([str(v).encode() for v in rng.integers(0, 99, int(np.prod(shape)))],
+                        dtype=object).reshape(shape)
+    return (rng.standard_normal(shape) * 10).astype(dtype)

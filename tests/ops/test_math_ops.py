@@ -1,6 +1,6 @@
 """Math ops: values against numpy through a real Session, static shapes and dtypes,
 build-time errors, and the Python operators on Tensors. Reductions, argmax/argmin
-and range are in test_reduction_ops.py."""
+and range are in test_reduction_ops.py; matmul in test_linalg_ops.py."""
 import warnings
 
 import numpy as np
@@ -196,46 +196,6 @@ def test_cast_to_own_dtype_adds_no_op():
     assert m.cast([1, 2], "float32").dtype == tf.float32
 
 
-# -- matmul ------------------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64])
-@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
-def test_matmul(dtype, ta, tb):
-    a, b = sample((3, 4), dtype, -3, 3), sample((4, 2), dtype, -3, 3)
-    a_in, b_in = (a.T if ta else a), (b.T if tb else b)
-    t = m.matmul(tf.constant(a_in), tf.constant(b_in), transpose_a=ta, transpose_b=tb)
-    assert t.op.type == "MatMul" and t.shape.as_list() == [3, 2]
-    assert t.op.get_attr("transpose_a") == ta and t.op.get_attr("T") == tf.as_dtype(dtype)
-    expected = (a.astype(np.float32) @ b.astype(np.float32)).astype(dtype)
-    tol = 1e-2 if dtype == np.float16 else 1e-5
-    np.testing.assert_allclose(run(t), expected, rtol=tol, atol=tol)
-    assert run(t).dtype == dtype
-
-
-def test_matmul_static_shapes_and_errors():
-    x = tf.placeholder(tf.float32, [None, 3])
-    assert m.matmul(x, tf.zeros([3, 5])).shape.as_list() == [None, 5]
-    assert m.matmul(x, tf.placeholder(tf.float32, [None, None])).shape.as_list() == [None, None]
-    with pytest.raises(ValueError, match=r"Dimensions must be equal, but are 3 and 4 .*"
-                                         r"\[\?,3\], \[4,5\]"):
-        m.matmul(x, tf.zeros([4, 5]))
-    with pytest.raises(ValueError, match="Shape must be rank 2 but is rank 1"):
-        m.matmul(tf.zeros([2, 3]), tf.zeros([3]))
-    with pytest.raises(TypeError, match="does not match"):
-        m.matmul(tf.zeros([2, 3]), tf.constant(np.zeros((3, 2), np.float64)))
-    with pytest.raises(ValueError, match="Only one of transpose_a and adjoint_a"):
-        m.matmul(x, x, transpose_a=True, adjoint_a=True)
-
-
-def test_batch_matmul_broadcasts_batch_dims():
-    a, b = sample((2, 1, 3, 4), np.float64), sample((5, 4, 2), np.float64)
-    t = m.matmul(tf.constant(a), tf.constant(b))
-    assert t.op.type == "BatchMatMulV2" and t.shape.as_list() == [2, 5, 3, 2]
-    check(run(t), a @ b, np.float64)
-    t = m.matmul(tf.constant(b), tf.constant(a), adjoint_a=True, adjoint_b=True)
-    check(run(t), np.swapaxes(b, -1, -2) @ np.swapaxes(a, -1, -2), np.float64)
-    assert m.matmul(tf.placeholder(tf.float64), tf.constant(b)).shape.rank is None
-
-
 # -- Python operators and op names --------------------------------------------------------
 def test_operators_match_numpy():
     a, b = sample((2, 3), np.float32, 1, 3), sample((3,), np.float32, 1, 3)
@@ -259,7 +219,7 @@ def test_operator_op_names_follow_tf1():
     assert (1 - x).op.inputs[0].op.name == "sub_1/x"
     assert [m.add(x, x).op.name, m.add(x, x).op.name, m.add(x, x, name="s").op.name] == \
         ["AddV2", "AddV2_1", "s"]
-    assert m.matmul(tf.zeros([1, 1]), tf.zeros([1, 1])).op.name == "MatMul"
+    assert tf.matmul(tf.zeros([1, 1]), tf.zeros([1, 1])).op.name == "MatMul"
 
 
 def test_tensor_equality_stays_identity():
@@ -276,7 +236,7 @@ def test_kernels_leave_read_only_inputs_untouched():
     x, y = tf.placeholder(tf.float32, [3, 4]), tf.constant(b)
     fetches = [x + y, x - y, x * y, x / y, -x, abs(x), x ** y, m.square(x), m.sqrt(x),
                m.exp(x), m.log(x), m.tanh(x), m.maximum(x, y), m.minimum(x, y),
-               m.equal(x, y), x < y, m.cast(x, tf.int32), m.matmul(x, y, transpose_b=True),
+               m.equal(x, y), x < y, m.cast(x, tf.int32), tf.matmul(x, y, transpose_b=True),
                r.reduce_sum(x), r.reduce_mean(x, 0), r.reduce_max(x, 1), r.reduce_min(x),
                r.argmax(x, 1), r.argmin(x, 0)]
     run(fetches, {x: a})

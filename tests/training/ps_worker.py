@@ -2,9 +2,10 @@
 
 Run as `python ps_worker.py --cluster JSON --task I --steps N --out DIR`. Builds
 the MLP under replica_device_setter (variables and the global step on the ps),
-trains it with a session on its own worker's target, then waits at a barrier
-(a counter on the ps) until every worker is done, and reads the weights once
-more. Writes DIR/worker<I>.npz (those weights) and prints one JSON line.
+measures the held-out loss, waits at a barrier (a counter on the ps) until
+every worker has measured it, trains with a session on its own worker's
+target, waits at a second barrier until every worker is done, and reads the
+weights once more. Writes DIR/worker<I>.npz (those weights) and prints one JSON line.
 """
 from __future__ import annotations
 
@@ -30,16 +31,21 @@ def _wait_until(predicate, what: str) -> None:
         time.sleep(0.02)
 
 
+def _barrier(sess, arrive, counter, workers: int, what: str) -> None:
+    sess.run(arrive)
+    _wait_until(lambda: sess.run(counter) >= workers, what)
+
+
 def build(cluster: tf.train.ClusterSpec, task: int, lr: float):
-    """The worker's graph: (model, global step, done counter, its increment)."""
+    """The worker's graph: (model, global step, barrier counters (started, done))."""
     setter = tf.train.replica_device_setter(worker_device=f"/job:worker/task:{task}",
                                             cluster=cluster)
     with tf.device(setter):
         step = tf.train.get_or_create_global_step()
         model = build_mlp(tf.train.GradientDescentOptimizer(lr), global_step=step)
+        started = tf.Variable(0, trainable=False, name="workers_started")
         done = tf.Variable(0, trainable=False, name="workers_done")
-        mark_done = done.assign_add(1)
-    return model, step, done, mark_done
+    return model, step, (started, done)
 
 
 def main() -> None:
@@ -57,7 +63,8 @@ def main() -> None:
     x, y = mnist_like(4096, seed=1 + args.task)  # each worker its own shard
     eval_x, eval_y = mnist_like(1024, seed=100)
     with tf.Graph().as_default():
-        model, step, done, mark_done = build(cluster, args.task, args.lr)
+        model, step, barriers = build(cluster, args.task, args.lr)
+        arrive = [counter.assign_add(1) for counter in barriers]
         ready = [tf.is_variable_initialized(v) for v in tf.global_variables()]
         init = tf.global_variables_initializer()
         with tf.Session(target) as sess:
@@ -67,6 +74,7 @@ def main() -> None:
                 _wait_until(lambda: all(sess.run(ready)), "the chief's initialization")
             eval_feed = {model.x: eval_x, model.labels: eval_y}
             first_eval = float(sess.run(model.loss, eval_feed))
+            _barrier(sess, arrive[0], barriers[0], workers, "the other workers to start")
             batches, losses = Batches(x, y, args.batch, seed=args.task), []
             start = time.perf_counter()
             for _ in range(args.steps):
@@ -75,8 +83,7 @@ def main() -> None:
                                    {model.x: bx, model.labels: by})
                 losses.append(float(loss))
             seconds = time.perf_counter() - start
-            sess.run(mark_done)
-            _wait_until(lambda: sess.run(done) >= workers, "the other workers")
+            _barrier(sess, arrive[1], barriers[1], workers, "the other workers to finish")
             weights = sess.run(model.variables)
             final_step = int(sess.run(step))
             final_eval = float(sess.run(model.loss, eval_feed))

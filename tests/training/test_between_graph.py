@@ -60,7 +60,7 @@ def test_two_workers_train_one_model_on_the_ps(cluster_factory, tmp_path):
 
     # What the ps holds, read by a third client: equal to both workers' last reads.
     with tf.Graph().as_default():
-        model, step, _, _ = _worker_module().build(cluster.spec, 0, 0.1)
+        model, step, _ = _worker_module().build(cluster.spec, 0, 0.1)
         assert {v.device for v in model.variables + [step]} == {"/job:ps/task:0"}
         with tf.Session(cluster.target("ps", 0)) as sess:
             on_ps = sess.run(model.variables)

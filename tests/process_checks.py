@@ -1,16 +1,24 @@
-"""Helpers for the Jupyter tests: is a process alive, wait for pids to go, stderr lines."""
+"""Process checks shared by the tests: alive (zombies count as gone), wait, kill by pid."""
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 
 def alive(pid: int) -> bool:
-    """Whether process `pid` exists and is not a zombie."""
+    """Whether process `pid` runs (a zombie waiting for its reaper counts as gone)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+    except OSError:  # no /proc here: existence is all we can ask
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
 
 
 def wait_gone(pids, timeout: float = 15.0) -> list:
@@ -21,6 +29,15 @@ def wait_gone(pids, timeout: float = 15.0) -> list:
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.05)
+
+
+def kill_pids(pids) -> None:
+    """SIGKILLs what is left of `pids` (cleanup after a failed assertion)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def error_lines(text: str) -> list:

@@ -1,0 +1,46 @@
+"""Gradient rules of the shape family: Shape, Size and Rank are NotDifferentiable;
+Reshape, ExpandDims, Squeeze and Transpose send the gradient back through the
+inverse rearrangement.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from nbcluster.grad.registry import NotDifferentiable, register_gradient
+from nbcluster.ops import shapes
+from nbcluster.ops import slicing
+from nbcluster.ops.shape_inference import constant_value
+
+for _type in ("Shape", "Size", "Rank"):
+    NotDifferentiable(_type)
+
+
+def _as_input_shape(op, grad):
+    """`grad` reshaped to the shape of op's first input (static when known)."""
+    x = op.inputs[0]
+    return shapes.reshape(grad, shapes.shape(x))
+
+
+@register_gradient("Reshape")
+def _reshape_grad(op, grad):
+    return [_as_input_shape(op, grad), None]
+
+
+@register_gradient("ExpandDims")
+def _expand_dims_grad(op, grad):
+    return [_as_input_shape(op, grad), None]
+
+
+@register_gradient("Squeeze")
+def _squeeze_grad(op, grad):
+    return [_as_input_shape(op, grad)]
+
+
+@register_gradient("Transpose")
+def _transpose_grad(op, grad):
+    perm = constant_value(op.inputs[1])
+    if perm is not None:
+        inverse = np.argsort(np.asarray(perm).reshape(-1)).astype(perm.dtype)
+    else:
+        inverse = slicing.invert_permutation(op.inputs[1])
+    return [shapes.transpose(grad, inverse), None]
