@@ -177,45 +177,93 @@ def test_worker_session_renames_devices_and_checks_its_server_def():
         worker.register_graph("s", [op.to_node() for op in node.get_operations()])
 
 
+class _RenamedInProcess:
+    """Two in-process workers at localhost:1 (the master's) and localhost:2 (the
+    ps), both booted as /job:localhost/task:0, and a propagated session on them."""
+
+    def __init__(self) -> None:
+        self.workers: dict = {}
+        for address in ("localhost:1", "localhost:2"):
+            self.restart(address)
+        client = self._client
+
+        class Cache:
+            def tasks(self):
+                return [("localhost", 0)]
+
+            def get(self, job, task):
+                return client("localhost:1")
+
+        self.master = Master(("localhost", 0), Cache(), connect=client)
+        g, self.w = _graph()
+        nodes = [op.to_node() for op in g.get_operations()]
+        self.handle, _ = self.master.create_session(
+            nodes, _config("localhost:1", "localhost:2"), "grpc://localhost:1")
+        self.run([], [self.w.initializer.name])
+
+    def _client(self, address: str):
+        workers = self.workers
+
+        class Client:  # as the gRPC client: RegisterGraph says the session was created
+            def register_graph(self, session_handle, nodes, parallelism):
+                return workers[address].register_graph(session_handle, nodes, parallelism,
+                                                       create_worker_session_called=True)
+
+            def __getattr__(self, name):
+                return getattr(workers[address], name)
+        return Client()
+
+    def restart(self, address: str) -> None:
+        """A new incarnation at `address`: no sessions, no state."""
+        self.workers[address] = Worker("localhost", 0, local_devices("localhost", 0),
+                                       connect=self._client)
+
+    def run(self, fetches: list, targets: list = (), feeds: dict = None):
+        return self.master.run_step(self.handle, feeds or {}, fetches, list(targets))
+
+
 def test_restart_of_a_renamed_task_aborts_then_recovers_in_process():
-    workers: dict = {}
-
-    class Client:
-        def __init__(self, address):
-            self.address = address
-
-        def __getattr__(self, name):
-            return getattr(workers[self.address], name)
-
-    def start(address):
-        workers[address] = Worker("localhost", 0, local_devices("localhost", 0),
-                                  connect=Client)
-    for address in ("localhost:1", "localhost:2"):
-        start(address)
-
-    class Cache:
-        def tasks(self):
-            return [("localhost", 0)]
-
-        def get(self, job, task):
-            return Client("localhost:1")
-
-    master = Master(("localhost", 0), Cache(), connect=Client)
-    g, w = _graph()
-    nodes = [op.to_node() for op in g.get_operations()]
-    handle, _ = master.create_session(nodes, _config("localhost:1", "localhost:2"),
-                                      "grpc://localhost:1")
-    master.run_step(handle, {}, [], [w.initializer.name])
+    pair = _RenamedInProcess()
     x = {"x:0": TWICE}
-    np.testing.assert_allclose(master.run_step(handle, x, ["y:0"], [])[0][0], TWICE @ W0)
-    start("localhost:2")  # the ps restarts: new incarnation, no sessions, no state
+    np.testing.assert_allclose(pair.run(["y:0"], feeds=x)[0][0], TWICE @ W0)
+    pair.restart("localhost:2")  # the ps
     with pytest.raises(errors.AbortedError):
-        master.run_step(handle, x, ["y:0"], [])
-    master.run_step(handle, {}, [], [w.initializer.name])
-    np.testing.assert_allclose(master.run_step(handle, x, ["y:0"], [])[0][0], TWICE @ W0)
+        pair.run(["y:0"], feeds=x)
+    pair.run([], [pair.w.initializer.name])
+    np.testing.assert_allclose(pair.run(["y:0"], feeds=x)[0][0], TWICE @ W0)
 
 
-# -- each task a process -----------------------------------------------------------------
+def test_never_planned_step_after_a_renamed_task_restarts_in_process():
+    """RegisterGraph honours create_worker_session_called: the restarted ps no
+    longer knows the session and says AbortedError (the master then recreates
+    it), not InvalidArgumentError about devices it never had."""
+    pair = _RenamedInProcess()
+    np.testing.assert_allclose(pair.run(["y:0"], feeds={"x:0": TWICE})[0][0], TWICE @ W0)
+    pair.restart("localhost:2")
+    with pytest.raises(errors.AbortedError):
+        pair.run(["w:0"])  # a signature never planned before
+    pair.run([], [pair.w.initializer.name])
+    np.testing.assert_allclose(pair.run(["w:0"])[0][0], W0)
+
+
+def _constant_nodes(device: str) -> list:
+    g = tf.Graph()
+    with g.as_default(), tf.device(device):
+        tf.constant(1.0, name="c")
+    return [op.to_node() for op in g.get_operations()]
+
+
+def test_unknown_session_is_aborted_only_when_the_master_created_it():
+    worker = Worker("localhost", 0, local_devices("localhost", 0))
+    nodes = _constant_nodes("/job:localhost/replica:0/task:0/device:CPU:0")
+    with pytest.raises(errors.AbortedError, match="'gone'.*restarted"):
+        worker.register_graph("gone", nodes, 0, create_worker_session_called=True)
+    # A caller that never creates worker sessions (TF's legacy flow) gets the
+    # worker's own session, as before.
+    assert worker.register_graph("legacy", nodes, 0)
+    worker.create_worker_session("made", False)
+    assert worker.register_graph("made", nodes, 0, create_worker_session_called=True)
+
 
 def _two_processes(cluster_factory) -> tuple:
     """Two `python -m nbcluster.server` processes, each its own one-task
@@ -270,3 +318,17 @@ def test_processes_restarted_renamed_task_aborts_then_the_next_run_replans(clust
             sess.run("y:0", {"x:0": TWICE})
         sess.run(w.initializer)  # the restarted task lost its variables, as in TF
         _check_step(sess, w)
+
+
+def test_processes_never_planned_step_after_a_renamed_task_restarts(cluster_factory):
+    c0, c1 = _two_processes(cluster_factory)
+    g, w = _graph()
+    with g.as_default(), tf.Session(c0.target("localhost", 0),
+                                    config=_process_config(c0, c1)) as sess:
+        sess.run(w.initializer)
+        np.testing.assert_allclose(sess.run("y:0", {"x:0": TWICE}), TWICE @ W0)
+        c1.restart("localhost", 0)
+        with pytest.raises(errors.AbortedError):
+            sess.run(w)  # never planned: RegisterGraph on the new process
+        sess.run(w.initializer)
+        np.testing.assert_allclose(sess.run(w), W0)
