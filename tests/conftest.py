@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sshd import sshd  # noqa: F401 - the fixture, for tests/launch and tests/jupyter
 
 ROOT = Path(__file__).resolve().parent.parent
 

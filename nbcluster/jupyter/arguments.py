@@ -77,6 +77,12 @@ def build_parser() -> _Parser:
     cluster.add_argument("--ssh-port", type=_positive, default=22, help="ssh port (22)")
     cluster.add_argument("--python", default="python3",
                          help="the python on the ssh hosts (python3)")
+    cluster.add_argument("-o", "--ssh-option", action="append", default=[], metavar="OPTION",
+                         help="an ssh -o option, e.g. StrictHostKeyChecking=accept-new "
+                         "(repeatable)")
+    cluster.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                         help="an environment variable for every task, e.g. "
+                         "PYTHONPATH=/opt/code (repeatable)")
     cluster.add_argument("--config", help="a ConfigProto for every task: JSON text, a JSON "
                          "file or a variable")
     cluster.add_argument("--timeout", type=_seconds, default=60.0,

@@ -26,7 +26,7 @@ from nbcluster import errors
 from nbcluster.framework.cluster_spec import ClusterSpec, parse_address
 from nbcluster.framework.device_spec import is_valid_job_name
 from nbcluster.proto.config_pb2 import ConfigProto
-from nbcluster.server.__main__ import load_cluster, load_config
+from nbcluster.server.options import load_cluster, load_config
 
 _TASK_RE = re.compile(r"\s*(?:/job:)?(?P<job>[A-Za-z]\w*)(?::|/task:)(?P<index>\d+)\s*")
 

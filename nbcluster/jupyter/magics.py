@@ -18,6 +18,7 @@ from nbcluster.jupyter.cluster_body import (parse_cluster_body, parse_targets, p
                                             resolve_cluster, resolve_config)
 from nbcluster.jupyter.registry import Registry
 from nbcluster.launch import Cluster, LaunchError
+from nbcluster.launch.status import task_of
 from nbcluster.server import Server, make_server_def
 
 EXPECTED_ERRORS = (ValueError, TypeError, TimeoutError, OSError, errors.OpError, LaunchError)
@@ -98,7 +99,7 @@ class TfServerMagics(Magics):
         self.registry.ensure_free(name)
         request = parse_cluster_body(cell)
         options = dict(config=resolve_config(args.config, self.shell.user_ns),
-                       timeout=args.timeout, name=name)
+                       timeout=args.timeout, name=name, env=_env(args.env))
         if args.ssh is None:
             self._bind(name, "local", _local_cluster(request, args, options))
         else:
@@ -109,7 +110,7 @@ class TfServerMagics(Magics):
         self.registry.ensure_free(name)
         known, unknown = parse_targets(args.targets)
         for address in unknown:
-            task = _ask_task(address, args.timeout)
+            task = task_of(address, args.timeout)
             if task in known:
                 raise ValueError(f"{address} and {known[task]} are both "
                                  f"/job:{task[0]}/task:{task[1]}")
@@ -180,16 +181,29 @@ class TfServerMagics(Magics):
         return entry.obj, (job, index)
 
 
+def _env(assignments: list) -> dict:
+    """{NAME: VALUE} from --env NAME=VALUE options."""
+    env = {}
+    for item in assignments:
+        name, sep, value = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise MagicUsageError(f"--env {item!r}: give NAME=VALUE, e.g. PYTHONPATH=/opt/code")
+        env[name] = value
+    return env
+
+
 def _local_cluster(request, args, options: dict) -> Cluster:
-    if args.user or args.key or args.python != "python3" or args.ssh_port != 22:
-        raise MagicUsageError("--user, --key, --python and --ssh-port need --ssh")
+    if args.user or args.key or args.python != "python3" or args.ssh_port != 22 or \
+            args.ssh_option:
+        raise MagicUsageError("--user, --key, --python, --ssh-port and -o need --ssh")
     if request.counts:
         return Cluster.local(jobs=request.counts, **options)
     return Cluster.from_spec(request.spec, "local", **options)
 
 
 def _ssh_cluster(request, args, options: dict) -> Cluster:
-    ssh = dict(python=args.python, user=args.user, key=args.key, port=args.ssh_port)
+    ssh = dict(python=args.python, user=args.user, key=args.key, port=args.ssh_port,
+               ssh_options=tuple(word for option in args.ssh_option for word in ("-o", option)))
     hosts = [host.strip() for host in args.ssh.split(",") if host.strip()]
     if request.counts:
         if not hosts:
@@ -200,18 +214,3 @@ def _ssh_cluster(request, args, options: dict) -> Cluster:
         raise MagicUsageError("the cell gives addresses, so give --ssh without hosts (each "
                               "task is started on its address's host)")
     return Cluster.from_spec(request.spec, "ssh", **options, **ssh)
-
-
-def _ask_task(address: str, timeout: float) -> tuple:
-    """(job, index) of the server at `address`, from its own GetStatus answer."""
-    from nbcluster.rpc.worker_client import GrpcWorkerClient
-    try:
-        status = GrpcWorkerClient(address).get_status(timeout)
-    except errors.OpError as e:
-        reason = e.message.split(" (target ")[0]  # the client appends the address again
-        raise type(e)(None, None, f"no answer from grpc://{address} to ask its job and "
-                                  f"task: {reason}") from None
-    if not status.job_name:
-        raise ValueError(f"the server at {address} did not say its job: give it as "
-                         f"job:task=grpc://{address}")
-    return status.job_name, status.task_index

@@ -110,3 +110,22 @@ def task_status(job: str, index: int, address: str, response, state: str,
         max(0.0, time.time() - start) if start else None, response.steps_run,
         response.bytes_sent, response.bytes_received, response.active_sessions,
         response.last_error)
+
+
+def task_of(address: str, timeout: float) -> tuple:
+    """(job, index) of the server at `address` ("host:port"), from its own GetStatus.
+
+    Raises:
+      OpError: no answer within `timeout` (its class says why).
+      ValueError: the server does not say its job.
+    """
+    try:
+        status = GrpcWorkerClient(address).get_status(timeout)
+    except errors.OpError as e:
+        reason = e.message.split(" (target ")[0]  # the client appends the address again
+        raise type(e)(None, None, f"no answer from grpc://{address} to ask its job and "
+                                  f"task: {reason}") from None
+    if not status.job_name:
+        raise ValueError(f"the server at {address} did not say its job: give it as "
+                         f"job:task=grpc://{address}")
+    return status.job_name, status.task_index

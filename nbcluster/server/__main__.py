@@ -31,19 +31,16 @@ Exit status 2: bad arguments, one line on stderr ("nbcluster.server: error:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
 import threading
 from typing import NoReturn, Optional
 
-from google.protobuf import json_format
-
 from nbcluster import errors
-from nbcluster.proto import config_pb2
 from nbcluster.server import Server, make_server_def, ready_line
 from nbcluster.server.environment import task_from_environment
+from nbcluster.server.options import load_cluster, load_config
 
 PROG = "nbcluster.server"
 
@@ -100,41 +97,6 @@ def _watch_parent(stop: threading.Event, expected: int) -> None:
             if os.getppid() != parent:  # re-parented: whoever started us is gone
                 stop.set()
     threading.Thread(target=watch, name="nbcluster-parent-watch", daemon=True).start()
-
-
-def _text(option: str, value: str) -> str:
-    """`value` itself when it looks like JSON, else the contents of that file."""
-    if value.lstrip().startswith(("{", "[")):
-        return value
-    if not os.path.isfile(value):
-        raise ValueError(f"{option}: {value!r} is neither a JSON object nor a readable file")
-    with open(value, encoding="utf-8") as f:
-        return f.read()
-
-
-def load_cluster(value: str) -> dict:
-    """The cluster dict from `--cluster` (JSON text or a file path)."""
-    text = _text("--cluster", value)
-    try:
-        cluster = json.loads(text)
-    except json.JSONDecodeError as e:
-        where = "" if text is value else f" in {value!r}"
-        raise ValueError(f"--cluster: malformed cluster JSON{where}: {e.msg} at line "
-                         f"{e.lineno} column {e.colno}") from None
-    if not isinstance(cluster, dict):
-        raise ValueError(f"--cluster: the cluster must be a JSON object mapping job names to "
-                         f"addresses, not {type(cluster).__name__}")
-    return cluster
-
-
-def load_config(value: Optional[str]) -> Optional[config_pb2.ConfigProto]:
-    if value is None:
-        return None
-    try:
-        return json_format.Parse(_text("--config", value), config_pb2.ConfigProto())
-    except json_format.ParseError as e:
-        message = " ".join(str(e).split())  # protobuf's message spans lines
-        raise ValueError(f"--config: malformed ConfigProto JSON: {message}") from None
 
 
 def _keep_freed_memory() -> None:

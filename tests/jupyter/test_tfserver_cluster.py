@@ -130,6 +130,35 @@ def test_unreachable_ssh_host_is_one_line(ip):
     assert "far" not in ip.user_ns
 
 
+def test_ssh_cluster_cell_against_a_real_sshd(ip, sshd):
+    """-o and --env reach the ssh launcher: host-key options, and the remote
+    tasks' PYTHONPATH (the "remote" Python is this one)."""
+    import os
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(tf.__file__)))
+    options = " ".join(f"-o {o}" for o in sshd["options"][1::2])
+    line = (f"cluster far --ssh {sshd['host']} --ssh-port {sshd['port']} --key {sshd['key']} "
+            f"{options} --python {sys.executable} --env PYTHONPATH={root}")
+    _, err, outputs = _cell(ip, line, "ps: 1\nworker: 2\n")
+    assert not err, err
+    far = ip.user_ns["far"]
+    pids = _pids(far)
+    try:
+        assert "(ssh, 3 tasks)" in repr(far) and outputs
+        np.testing.assert_allclose(_ps_worker_step(far.target("worker", 0)), [[2.0, 4.0]])
+        assert "serving /job:worker/task:1" in _line(ip, "logs far worker:1")[0]
+        assert _line(ip, "stop far")[0].strip() == "stopped far"
+        assert wait_gone(pids, 10) == []
+    finally:
+        far.stop()
+
+
+def test_env_needs_name_equals_value(ip):
+    _, err, _ = _cell(ip, "cluster bad --env PYTHONPATH", "worker: 1")
+    assert "--env 'PYTHONPATH'" in _one_error(err)
+
+
 def test_connect_to_servers_started_elsewhere(ip, cluster_factory):
     outside = cluster_factory({"ps": 1, "worker": 1})
     targets = " ".join(outside.targets[key] for key in [("worker", 0), ("ps", 0)])

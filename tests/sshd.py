@@ -1,4 +1,4 @@
-"""Fixtures for launcher tests: a real OpenSSH sshd on 127.0.0.1."""
+"""A real OpenSSH sshd on 127.0.0.1 for the SSH launcher and magic tests (a fixture)."""
 from __future__ import annotations
 
 import os
