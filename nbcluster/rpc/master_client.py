@@ -3,14 +3,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-import grpc
-
 from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.proto import config_pb2, master_pb2
 from nbcluster.rpc import channels
 from nbcluster.rpc.master_service import RUN_STEP_REQUEST, RUN_STEP_RESPONSE, SERVICE
-from nbcluster.rpc.status import from_rpc_error
+from nbcluster.rpc.calls import calling, unary_method
 from nbcluster.rpc.streaming import TensorStub
 
 _CONTROL_TIMEOUT = 60.0
@@ -22,13 +20,12 @@ class GrpcMasterClient:
 
     def __init__(self, address: str, config=None) -> None:
         self.address = address
+        self._peer = f"grpc://{self.address}"
         self._config = config or config_pb2.ConfigProto()
         channel = channels.channel(address)
 
         def method(name, response_class):
-            return channel.unary_unary(f"/{SERVICE}/{name}",
-                                       request_serializer=lambda m: m.SerializeToString(),
-                                       response_deserializer=response_class.FromString)
+            return unary_method(channel, SERVICE, name, response_class)
 
         self._create = method("CreateSession", master_pb2.CreateSessionResponse)
         self._extend = method("ExtendSession", master_pb2.ExtendSessionResponse)
@@ -42,15 +39,8 @@ class GrpcMasterClient:
         return ms / 1000.0 if ms > 0 else default
 
     def _call(self, stub, request, timeout: float, wait_for_ready: bool = False):
-        try:
+        with calling(self._peer):
             return stub(request, timeout=timeout, wait_for_ready=wait_for_ready)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e, f"grpc://{self.address}") from None
-        except ValueError as e:
-            raise self._closed(e) from None
-
-    def _closed(self, error: ValueError) -> Exception:
-        return channels.closed_channel_error(error, f"grpc://{self.address}") or error
 
     def create_session(self, nodes: list, config=None, target: Optional[str] = None) -> tuple:
         req = master_pb2.CreateSessionRequest(graph_def=nodes_to_proto(nodes),
@@ -75,12 +65,8 @@ class GrpcMasterClient:
             if options.timeout_in_ms > 0:
                 timeout = options.timeout_in_ms / 1000.0
         # The master enforces the step's own deadline; the RPC's is a backstop.
-        try:
+        with calling(self._peer):
             response, tensors = self._run(req, list(feeds.items()), timeout + 5.0)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e, f"grpc://{self.address}") from None
-        except ValueError as e:
-            raise self._closed(e) from None
         values = dict(tensors)
         metadata = response.metadata if response.HasField("metadata") else None
         return [values[f] for f in fetches], metadata

@@ -3,14 +3,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-import grpc
-
 from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.distributed.transport import RunGraphResult
 from nbcluster.proto import worker_pb2
 from nbcluster.rpc import channels, messages
-from nbcluster.rpc.status import from_rpc_error
+from nbcluster.rpc.calls import calling, unary_method
 from nbcluster.rpc.streaming import TensorStub
 from nbcluster.rpc.worker_service import (RECV_TENSOR_REQUEST, RECV_TENSOR_RESPONSE,
                                           RECV_TENSORS, RUN_GRAPH_REQUEST, RUN_GRAPH_RESPONSE,
@@ -31,12 +29,11 @@ class GrpcWorkerClient:
 
     def __init__(self, address: str, channel=None) -> None:
         self.address = address
+        self._peer = f"worker {self.address}"
         channel = channel if channel is not None else channels.channel(address)
 
         def method(name, response_class):
-            return channel.unary_unary(f"/{SERVICE}/{name}",
-                                       request_serializer=lambda m: m.SerializeToString(),
-                                       response_deserializer=response_class.FromString)
+            return unary_method(channel, SERVICE, name, response_class)
 
         self._status = method("GetStatus", worker_pb2.GetStatusResponse)
         self._create = method("CreateWorkerSession", worker_pb2.CreateWorkerSessionResponse)
@@ -52,23 +49,12 @@ class GrpcWorkerClient:
         self._recv_many = channel.unary_stream(f"/{SERVICE}/{RECV_TENSORS}")
 
     def _call(self, stub, request, timeout: Optional[float], wait_for_ready: bool = False):
-        try:
+        with calling(self._peer):
             return stub(request, timeout=timeout, wait_for_ready=wait_for_ready)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e, f"worker {self.address}") from None
-        except ValueError as e:
-            raise self._closed(e) from None
 
     def _call_tensors(self, stub, request, tensors: list, timeout: Optional[float]):
-        try:
+        with calling(self._peer):
             return stub(request, tensors, timeout)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e, f"worker {self.address}") from None
-        except ValueError as e:
-            raise self._closed(e) from None
-
-    def _closed(self, error: ValueError) -> Exception:
-        return channels.closed_channel_error(error, f"worker {self.address}") or error
 
     def get_status(self, timeout: Optional[float] = None, wait_for_ready: bool = False):
         """The task's GetStatusResponse (pid, host, devices, counters).
@@ -145,13 +131,9 @@ class GrpcWorkerClient:
           OpError: the call failed (CancelledError once cancelled).
         """
         req = worker_pb2.RunGraphRequest(step_id=step_id, recv_key=keys)
-        try:
+        with calling(self._peer):
             call = self._recv_many(req.SerializeToString(),
                                    timeout=timeout if timeout is not None else _STEP_TIMEOUT)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e, f"worker {self.address}") from None
-        except ValueError as e:
-            raise self._closed(e) from None
         token = None
         if cancellation is not None:
             token = cancellation.register(call.cancel)
@@ -161,13 +143,12 @@ class GrpcWorkerClient:
 
     def _stream_frames(self, call, cancellation, token):
         try:
-            for frame in call:
-                if frame[:1] == b"K":
-                    yield [(frame[1:].decode(), None)]
-                    continue
-                yield messages.decode(memoryview(frame)[1:], RUN_GRAPH_RESPONSE)[1]
-        except grpc.RpcError as e:
-            raise from_rpc_error(e, f"worker {self.address}") from None
+            with calling(self._peer):
+                for frame in call:
+                    if frame[:1] == b"K":
+                        yield [(frame[1:].decode(), None)]
+                        continue
+                    yield messages.decode(memoryview(frame)[1:], RUN_GRAPH_RESPONSE)[1]
         finally:
             if token is not None:
                 cancellation.deregister(token)
