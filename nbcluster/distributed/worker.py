@@ -10,8 +10,6 @@ says the tensor is this worker's, whatever name the session gave it.
 """
 from __future__ import annotations
 
-import collections
-import functools
 import itertools
 import os
 import socket
@@ -23,10 +21,13 @@ from typing import Callable, Optional
 from nbcluster import errors
 from nbcluster.distributed import send_recv  # noqa: F401 - registers _Send/_Recv
 from nbcluster.distributed.partition import partition
-from nbcluster.distributed.rendezvous import StepRendezvous, make_key, parse_key, task_of
+from nbcluster.distributed.rendezvous import task_of
 from nbcluster.distributed.step_stats import build_step_stats
+from nbcluster.distributed.tensor_receiving import TensorReceiver, prefetch_plan
+from nbcluster.distributed.tensor_serving import TensorServer
 from nbcluster.distributed.transport import RunGraphResult
 from nbcluster.distributed.worker_session import WorkerSession, propagated_session
+from nbcluster.distributed.worker_steps import StepTable
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.kernels import load_all
 from nbcluster.proto import worker_pb2
@@ -35,7 +36,6 @@ from nbcluster.runtime.resources import ResourceMgr
 from nbcluster.runtime.step import CancellationManager, StepContext
 
 load_all()
-_ENDED_MEMORY = 4096
 
 
 def _core_share() -> int:
@@ -63,23 +63,6 @@ class _Graph:
         self.prefetch = prefetch or {}  # producing task -> [keys], streamed each step
 
 
-class _Step:
-    """One step on this worker. It ends by itself once its partitions have
-    run and peers have fetched every tensor sent to them, so a step that went
-    well needs no CleanupGraph round trip."""
-
-    def __init__(self, step_id: int, remote_recv: Callable) -> None:
-        self.rendezvous = StepRendezvous(step_id, functools.partial(remote_recv, self))
-        self.session: Optional[WorkerSession] = None  # set by its first RunGraph here
-        self.cancellations: list[CancellationManager] = []
-        self.running = 0
-        self.unfetched = 0
-
-    @property
-    def finished(self) -> bool:
-        return self.running == 0 and self.unfetched <= 0
-
-
 class Worker:
     """The worker of task /job:`job`/task:`task`.
 
@@ -105,10 +88,10 @@ class Worker:
         self._sessions: dict[str, WorkerSession] = {}
         self._default_handles: set = set()  # open sessions that use self._default
         self._graphs: dict[tuple, _Graph] = {}
-        self._steps: dict[int, _Step] = {}
-        # Steps ended before their RunGraph arrived (the master cancels every
-        # partition on the first error): a late RunGraph must not block forever.
-        self._ended: collections.OrderedDict = collections.OrderedDict()
+        self._receiver = TensorReceiver(self, self._default, self._lock)
+        self._step_table = StepTable(self._lock, self._receiver.remote_recv)
+        self._steps = self._step_table.steps  # step id -> Step in flight
+        self._server = TensorServer(self, self._step_table, self._names)
         self._handles = itertools.count(1)
         self.started = time.time()
         self.steps_run = 0
@@ -208,7 +191,7 @@ class Worker:
         with self._lock:
             handle = f"{self.job}:{self.task}:g{next(self._handles)}"
             self._graphs[(session_handle, handle)] = _Graph(executors, session, remote, pieces,
-                                                            _prefetch_plan(nodes))
+                                                            prefetch_plan(nodes))
         return handle
 
     def _boot_note(self, session: WorkerSession) -> str:
@@ -223,15 +206,6 @@ class Worker:
             self._graphs.pop((session_handle, graph_handle), None)
 
     # -- steps ---------------------------------------------------------------
-    def _step(self, step_id: int) -> _Step:
-        with self._lock:
-            step = self._steps.get(step_id)
-            if step is None:
-                step = self._steps[step_id] = _Step(step_id, self._remote_recv)
-                if step_id in self._ended:
-                    step.rendezvous.abort(self._ended[step_id])
-            return step
-
     def run_graph(self, session_handle: str, graph_handle: str, step_id: int, feeds: dict,
                   fetches: list, timeout: Optional[float] = None, collect_stats: bool = False,
                   partition_graphs: bool = False) -> RunGraphResult:
@@ -239,7 +213,7 @@ class Worker:
         if graph is None:
             raise errors.AbortedError(None, None, f"Graph handle {graph_handle!r} is not "
                                                   f"registered on this worker (restarted?)")
-        step = self._step(step_id)
+        step = self._step_table.get(step_id)
         cancel = CancellationManager()
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
@@ -254,7 +228,7 @@ class Worker:
                     for _ in graph.executors]
         try:
             if graph.prefetch:
-                self._prefetch(step, graph, step_id, deadline, cancel)
+                self._receiver.prefetch(step, graph.prefetch, step_id, deadline, cancel)
             stats = self._run_all(graph.executors, contexts)
         except errors.OpError as e:
             step.rendezvous.abort(e)
@@ -263,7 +237,7 @@ class Worker:
         finally:
             with self._lock:
                 step.running -= 1
-                self._end_if_finished(step_id, step)
+                self._step_table.end_if_finished(step_id, step)
         self.steps_run += 1
         out: dict = {}
         for ctx in contexts:
@@ -301,11 +275,7 @@ class Worker:
     def cleanup_graph(self, step_id: int) -> None:
         """Ends a step: wakes anything still waiting in it, drops its tensors."""
         error = errors.CancelledError(None, None, f"Step {step_id} was cancelled")
-        with self._lock:
-            step = self._steps.pop(step_id, None)
-            self._ended[step_id] = error
-            while len(self._ended) > _ENDED_MEMORY:
-                self._ended.popitem(last=False)
+        step = self._step_table.end(step_id, error)
         if step is None:
             return
         step.rendezvous.abort(error)
@@ -314,9 +284,7 @@ class Worker:
 
     def cancel_steps(self) -> None:
         """Ends every step in flight (the server is stopping): nothing stays blocked."""
-        with self._lock:
-            step_ids = list(self._steps)
-        for step_id in step_ids:
+        for step_id in self._step_table.ids():
             self.cleanup_graph(step_id)
 
     def cleanup_all(self, containers: Optional[list] = None) -> None:
@@ -326,7 +294,7 @@ class Worker:
         for mgr in isolated:
             mgr.clear(containers or None)
 
-    # -- tensors for peers ---------------------------------------------------
+    # -- tensors for peers (`tensor_serving.py`) ------------------------------
     def recv_tensor(self, step_id: int, key: str, timeout: Optional[float] = None,
                     waiter=None):
         """The tensor `key` of step `step_id`, once this task's Send has produced it.
@@ -334,140 +302,22 @@ class Worker:
         `waiter` is the receiving step's context when the caller is in this
         process: its cancellation and deadline then end the wait.
         """
-        self._check_key(key)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        step = self._step(step_id)
-        value = step.rendezvous.recv_local(key, waiter, deadline)
-        with self._lock:
-            step.unfetched -= 1
-            self._end_if_finished(step_id, step)
-        self.bytes_sent += getattr(value, "nbytes", 0)
-        return value
+        return self._server.recv_tensor(step_id, key, timeout, waiter)
 
     def recv_tensors(self, step_id: int, keys: list, timeout: Optional[float] = None,
                      stopped=lambda: False, max_bytes: Optional[int] = None):
-        """Yields the tensors `keys` as this task's Sends produce them, in that
-        order: each time a list of (key, value) pairs, all that were there.
-        (key, None) is a value of `max_bytes` or more, which the caller then
-        fetches with `recv_tensor`. Ends early once `stopped()` (checked on
-        `wake_step`).
-        """
-        for key in keys:
-            self._check_key(key)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        step = self._step(step_id)
-        left = list(keys)
-        while left:
-            got = step.rendezvous.recv_any(left, deadline, stopped)
-            if got is None:
-                return
-            left.remove(got[0])
-            batch, sent = [], 0
-            for key, value in [got] + step.rendezvous.ready(left):
-                if key != got[0]:
-                    left.remove(key)
-                nbytes = getattr(value, "nbytes", 0)
-                if max_bytes is not None and nbytes >= max_bytes:
-                    batch.append((key, None))
-                    continue
-                batch.append((key, value))
-                sent += 1
-                self.bytes_sent += nbytes
-            with self._lock:
-                step.unfetched -= sent
-                self._end_if_finished(step_id, step)
-            yield batch
+        """Yields the tensors `keys` as this task's Sends produce them, in
+        batches (`TensorServer.recv_tensors`)."""
+        return self._server.recv_tensors(step_id, keys, timeout, stopped, max_bytes)
 
     def wake_step(self, step_id: int) -> None:
         """Wakes the step's `recv_tensors` waiters (their caller went away)."""
-        step = self._steps.get(step_id)
-        if step is not None:
-            step.rendezvous.wake()
-
-    def _check_key(self, key: str) -> None:
-        src, incarnation, _, _, _ = parse_key(key)
-        # The incarnation first: a restarted task no longer knows the session
-        # that renamed it, and a stale step must read as Aborted.
-        if incarnation != self.incarnation:
-            raise errors.AbortedError(None, None, f"Task /job:{self.job}/task:{self.task} was "
-                                                  f"restarted; the step's graph is stale")
-        if task_of(src) != (self.job, self.task) and task_of(src) not in self._names():
-            raise errors.InvalidArgumentError(None, None, f"Tensor {key!r} is not produced "
-                                                          f"on /job:{self.job}/task:{self.task}")
-
-    def _prefetch(self, step: _Step, graph: _Graph, step_id: int, deadline, cancel) -> None:
-        """One stream per producing task brings this partition's tensors from
-        it into the step's rendezvous as they are sent (a RecvTensor each cost
-        the producer ~0.5 ms of CPU); a stream that fails aborts the step.
-        The Recvs that wait for them read the streams (`StepRendezvous.add_stream`)."""
-        peer = (step.session or self._default).peer
-        for (job, task), keys in graph.prefetch.items():
-            client = peer(job, task) if peer is not None else None
-            stream = getattr(client, "stream_tensors", None)
-            if stream is None:
-                continue  # e.g. an in-process peer: Recvs fetch one by one
-            with self._lock:
-                streamed = step.rendezvous.streamed
-                keys = [k for k in keys if k not in streamed]
-                streamed.update(keys)
-            if not keys:
-                continue
-            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                values = client.stream_tensors(step_id, keys, timeout, cancel)  # sent now
-            except errors.OpError as e:
-                step.rendezvous.abort(e)
-                return
-            step.rendezvous.add_stream(keys, values, functools.partial(
-                self._resolve, client, step_id, deadline))
-
-    def _resolve(self, client, step_id: int, deadline, batch: list) -> list:
-        """A streamed batch as it lands: (key, None) is fetched with RecvTensor."""
-        def left():
-            return None if deadline is None else max(0.0, deadline - time.monotonic())
-        batch = [(key, client.recv_tensor(step_id, key, left()) if value is None else value)
-                 for key, value in batch]  # None: too large to stream
-        self.bytes_received += sum(getattr(v, "nbytes", 0) for _, v in batch)
-        return batch
-
-    def _end_if_finished(self, step_id: int, step: _Step) -> None:
-        if step.finished and self._steps.get(step_id) is step:
-            del self._steps[step_id]
+        self._server.wake_step(step_id)
 
     def _names(self) -> set:
         """The (job, task) names this worker's sessions give it."""
         with self._lock:
             return {s.task for s in self._sessions.values()}
-
-    def _remote_recv(self, step: _Step, step_id: int, key: str, ctx):
-        if key in step.rendezvous.streamed:  # a stream brings it (`_prefetch`)
-            return step.rendezvous.recv_local(key, ctx)
-        # Only a RunGraph of the step runs a Recv, so the step knows its session.
-        peer = (step.session or self._default).peer
-        job, task = task_of(key.split(";", 1)[0])
-        client = peer(job, task) if peer is not None else None
-        if client is None:
-            raise errors.UnimplementedError(None, None, f"This worker cannot reach "
-                                                        f"/job:{job}/task:{task} for {key!r}")
-        timeout = None if ctx.deadline is None else max(0.0, ctx.deadline - time.monotonic())
-        value = client.recv_tensor(step_id, key, timeout, ctx)
-        self.bytes_received += getattr(value, "nbytes", 0)
-        return value
-
-
-
-def _prefetch_plan(nodes: list) -> dict:
-    """Producing task -> keys of the remote tensors `nodes` receive from it,
-    for producers that send two or more (one goes faster as a RecvTensor)."""
-    by_task: dict = {}
-    for n in nodes:
-        if n.op == "_Recv" and not n.attrs.get("client_terminated"):
-            src = task_of(n.attrs["send_device"])
-            if src != task_of(n.attrs["recv_device"]):
-                by_task.setdefault(src, []).append(make_key(
-                    n.attrs["send_device"], int(n.attrs["send_device_incarnation"]),
-                    n.attrs["recv_device"], n.attrs["tensor_name"]))
-    return {task: keys for task, keys in by_task.items() if len(keys) >= 2}
 
 
 def _task_name(task: tuple) -> str:

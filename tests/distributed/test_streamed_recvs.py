@@ -1,5 +1,5 @@
 """A partition that receives several tensors from one task gets them over one
-RecvTensors stream per step (worker._prefetch), over real gRPC between two
+RecvTensors stream per step (TensorReceiver.prefetch), over real gRPC between two
 servers in this process: values, the too-large-to-stream fallback, errors on
 the producer, and a step that times out while its stream waits."""
 from __future__ import annotations
