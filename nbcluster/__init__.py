@@ -68,3 +68,15 @@ def load_ipython_extension(ipython) -> None:
 def unload_ipython_extension(ipython) -> None:
     from nbcluster import jupyter
     jupyter.unload_ipython_extension(ipython)
+
+
+def _register_display() -> None:
+    # Inside a kernel a Cluster displays as its live dashboard; IPython is never
+    # imported here, only used when the kernel already has it loaded.
+    import sys
+    if "IPython" in sys.modules:
+        from nbcluster import jupyter
+        jupyter.register_display_in_kernel()
+
+
+_register_display()

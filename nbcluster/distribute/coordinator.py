@@ -18,6 +18,10 @@ from nbcluster.distribute.values import PerWorkerDataset, PerWorkerValues
 from nbcluster.distribute.worker_threads import WorkerThread, _fetchable, _numpy_outputs
 from nbcluster.framework.operation import Tensor
 from nbcluster.function import ConcreteFunction, Function, flatten, pack_as
+from nbcluster.progress import Progress
+
+_PROGRESS_DELAY_S = 0.5  # a join quicker than this shows no progress bar
+_PROGRESS_TICK_S = 0.1
 
 
 class ClusterCoordinator:
@@ -56,6 +60,7 @@ class ClusterCoordinator:
         self._workers = [WorkerThread(i, target, strategy, self._queue, self._health,
                                       self._stopped)
                          for i, target in enumerate(strategy.worker_targets())]
+        self._unjoined = 0  # closures scheduled since the last join: the progress bar's total
         strategy._coordinator = self
 
     strategy = property(lambda self: self._strategy)
@@ -97,16 +102,29 @@ class ClusterCoordinator:
         if self._closed:
             raise RuntimeError("The ClusterCoordinator was closed.")
         self._queue.put(closure)
+        self._unjoined += 1
         return closure.remote_value
 
     def join(self) -> None:
         """Blocks until every scheduled function has run.
 
+        A join that lasts over half a second shows a progress bar (functions done
+        of those scheduled since the last join) in a notebook, or on a terminal.
         Raises:
           OpError: the first error a scheduled function raised since the last
             join (the functions queued after it were cancelled).
         """
-        self._queue.wait()
+        scheduled, self._unjoined = self._unjoined, 0
+        with Progress(scheduled, "scheduled functions", "done",
+                      delay=_PROGRESS_DELAY_S) as progress:
+            while not self._queue.wait(_PROGRESS_TICK_S):
+                retried = {"retried": self.closures_retried} if self.closures_retried else {}
+                progress.set(max(0, scheduled - self._outstanding()), **retried)
+            progress.set(scheduled)
+
+    def _outstanding(self) -> int:
+        # the queue's counters read without its lock: the bar may be one tick stale
+        return len(self._queue._queue) + self._queue._in_flight
 
     def done(self) -> bool:
         """Whether every scheduled function has run; raises as `join` does."""

@@ -1,4 +1,6 @@
-"""The Jupyter layer: `%load_ext nbcluster.jupyter` (or `nbcluster`) adds the %tfserver magics.
+"""The Jupyter layer: `%load_ext nbcluster.jupyter` (or `nbcluster`) adds the %tfserver magics;
+`from nbcluster.jupyter import PlacementView, Timeline, ClusterDashboard, ClusterBuilder`
+gives the widgets.
 
 Everything the magics start is stopped when the extension is unloaded or the
 kernel exits (atexit); task processes also end by themselves once the kernel
@@ -7,10 +9,21 @@ process is gone (`python -m nbcluster.server --exit-with-parent`).
 from __future__ import annotations
 
 import atexit
+import importlib
 
-__all__ = ["load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["load_ipython_extension", "unload_ipython_extension",
+           "ClusterBuilder", "ClusterDashboard", "PlacementView", "Timeline"]
 
 _MAGICS = "TfServerMagics"  # the class name IPython's magics registry keys it by
+
+
+def __getattr__(name: str):
+    """The widgets, loaded on first use (nbcluster.jupyter.widgets)."""
+    # not `from nbcluster.jupyter import widgets`: that asks this hook for "widgets"
+    widgets = importlib.import_module("nbcluster.jupyter.widgets")
+    if name in widgets.__all__:
+        return getattr(widgets, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython) -> None:
@@ -19,7 +32,9 @@ def load_ipython_extension(ipython) -> None:
     Args:
       ipython: the InteractiveShell (IPython passes it to `%load_ext`).
     """
+    from nbcluster.jupyter.display import register
     from nbcluster.jupyter.magics import TfServerMagics  # IPython and launch/ load only here
+    register(ipython)
     if _MAGICS in ipython.magics_manager.registry:
         return
     magics = TfServerMagics(ipython)
@@ -33,6 +48,8 @@ def unload_ipython_extension(ipython) -> None:
     Args:
       ipython: the InteractiveShell (IPython passes it to `%unload_ext`).
     """
+    from nbcluster.jupyter.display import unregister
+    unregister(ipython)
     magics = ipython.magics_manager.registry.pop(_MAGICS, None)
     if magics is None:
         return
@@ -40,3 +57,13 @@ def unload_ipython_extension(ipython) -> None:
         ipython.magics_manager.magics[kind].pop("tfserver", None)
     atexit.unregister(magics.registry.stop_all)
     magics.registry.stop_all()
+
+
+def register_display_in_kernel() -> bool:
+    """Inside a running kernel, makes a `Cluster` display as its live dashboard.
+
+    Returns:
+      True if a kernel was found and the display registered.
+    """
+    from nbcluster.jupyter.display import register_current
+    return register_current()

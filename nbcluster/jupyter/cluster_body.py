@@ -10,6 +10,10 @@ A `%%tfserver cluster` body is one of
     {"ps": 1, "worker": 2}     the same counts as JSON
     worker: [h1:2222, h2:2222] explicit addresses (YAML list, block list or JSON),
                                one task started per address
+    worker:                    a job with its tasks' devices: `tasks: N` or
+      tasks: 2                 `addresses: [...]`, and optionally `cpus` (CPU
+      cpus: 2                  devices per task) and `gpus` (CUDA_VISIBLE_DEVICES
+      gpus: ["0", "1"]         per task, "none": no GPU); a list: one per task
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ import yaml
 from nbcluster import errors
 from nbcluster.framework.cluster_spec import ClusterSpec, parse_address
 from nbcluster.framework.device_spec import is_valid_job_name
+from nbcluster.launch.launcher import task_devices
 from nbcluster.proto.config_pb2 import ConfigProto
 from nbcluster.server.options import load_cluster, load_config
 
@@ -33,9 +38,15 @@ _TASK_RE = re.compile(r"\s*(?:/job:)?(?P<job>[A-Za-z]\w*)(?::|/task:)(?P<index>\
 
 @dataclass(frozen=True)
 class ClusterRequest:
-    """A parsed cell body: job counts (start that many tasks) or a spec (these addresses)."""
+    """A parsed cell body: job counts (start that many tasks) or a spec (these addresses),
+    and the devices of some jobs' tasks ({job: {"cpus": ..., "gpus": ...}}, for the
+    `devices=` of `Cluster.local` / `from_spec` / `ssh`)."""
     counts: Optional[dict] = None
     spec: Optional[ClusterSpec] = None
+    devices: Optional[dict] = None
+
+
+_JOB_KEYS = ("tasks", "addresses", "cpus", "gpus")
 
 
 class _Loader(yaml.SafeLoader):
@@ -92,14 +103,49 @@ def parse_cluster_body(body: str) -> ClusterRequest:
         if not isinstance(job, str) or not is_valid_job_name(job):
             raise ValueError(f"bad job name {job!r}: it must start with a letter and hold "
                              f"only letters, digits and '_'")
+    devices = {job: _job_devices(job, data) for job in list(data) if _is_job_mapping(data[job])}
     counted = [job for job, value in data.items() if isinstance(value, int)]
     if len(counted) == len(data):
-        return ClusterRequest(counts=_counts(data))
-    if counted:
+        request = ClusterRequest(counts=_counts(data))
+        jobs = {job: range(n) for job, n in request.counts.items()}
+    elif counted:
         raise ValueError(f"give every job either a task count or its addresses: job "
                          f"{counted[0]!r} has a count, job "
                          f"{next(j for j in data if j not in counted)!r} does not")
-    return ClusterRequest(spec=_spec(data))
+    else:
+        request = ClusterRequest(spec=_spec(data))
+        jobs = {job: request.spec.task_indices(job) for job in request.spec.jobs}
+    devices = {job: wanted for job, wanted in devices.items() if wanted and job in jobs}
+    if not devices:
+        return request
+    task_devices(devices, jobs)  # ValueError / TypeError naming a bad value
+    return ClusterRequest(request.counts, request.spec, devices)
+
+
+def _is_job_mapping(value) -> bool:
+    return isinstance(value, dict) and any(key in _JOB_KEYS for key in value)
+
+
+def _job_devices(job: str, data: dict) -> dict:
+    """Replaces data[job], a {tasks|addresses, cpus, gpus} mapping, by its task count or
+    addresses; returns its device settings."""
+    value = data[job]
+    unknown = [key for key in value if key not in _JOB_KEYS]
+    if unknown:
+        raise ValueError(f"job {job!r}: unknown key {unknown[0]!r} (give 'tasks' or "
+                         f"'addresses', and optionally 'cpus' and 'gpus')")
+    if ("tasks" in value) == ("addresses" in value):
+        raise ValueError(f"job {job!r}: give exactly one of 'tasks: N' and 'addresses: "
+                         f"[host:port, ...]'")
+    if "tasks" in value and (isinstance(value["tasks"], bool) or
+                             not isinstance(value["tasks"], int)):
+        raise ValueError(f"job {job!r}: 'tasks' must be a whole number, not "
+                         f"{value['tasks']!r}")
+    if "addresses" in value and isinstance(value["addresses"], int):
+        raise ValueError(f"job {job!r}: 'addresses' must list 'host:port' addresses, not "
+                         f"{value['addresses']!r}")
+    data[job] = value["tasks"] if "tasks" in value else value["addresses"]
+    return {key: value[key] for key in ("cpus", "gpus") if key in value}
 
 
 def _unique_keys(pairs: list) -> dict:

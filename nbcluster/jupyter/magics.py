@@ -99,7 +99,8 @@ class TfServerMagics(Magics):
         self.registry.ensure_free(name)
         request = parse_cluster_body(cell)
         options = dict(config=resolve_config(args.config, self.shell.user_ns),
-                       timeout=args.timeout, name=name, env=_env(args.env))
+                       timeout=args.timeout, name=name, env=_env(args.env),
+                       devices=request.devices)
         if args.ssh is None:
             self._bind(name, "local", _local_cluster(request, args, options))
         else:

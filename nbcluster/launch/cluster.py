@@ -21,7 +21,8 @@ from google.protobuf import json_format
 from nbcluster.framework.cluster_spec import ClusterSpec, parse_address
 from nbcluster.launch import table
 from nbcluster.launch.errors import LaunchError
-from nbcluster.launch.launcher import LocalLauncher, log_tail, stop_all
+from nbcluster.launch.launcher import (DeviceLauncher, LocalLauncher, log_tail, stop_all,
+                                      task_devices)
 from nbcluster.launch.startup import Task, await_tasks, spec_of, start_task, start_tasks
 from nbcluster.launch.status import StatusClient, TaskStatus, task_status
 from nbcluster.proto import config_pb2
@@ -108,7 +109,7 @@ class Cluster:
     @classmethod
     def local(cls, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None, config=None,
               env: Optional[dict] = None, host: str = "127.0.0.1", timeout: float = 60.0,
-              name: Optional[str] = None) -> "Cluster":
+              name: Optional[str] = None, devices: Optional[dict] = None) -> "Cluster":
         """Starts `ps` + `worker` tasks (or `jobs`, e.g. {"chief": 1, "worker": 3}) here.
 
         Args:
@@ -116,21 +117,26 @@ class Cluster:
           env: extra environment variables for the task processes.
           host: the address every task binds.
           timeout: seconds for every task to answer GetStatus.
+          devices: per job, the devices of its tasks: {"worker": {"cpus": 2,
+            "gpus": "0"}}; a list gives one value per task ({"gpus": ["0", "1"]}).
+            "cpus" is the task's CPU device count; "gpus" its CUDA_VISIBLE_DEVICES
+            ("none": no GPU). See launcher.task_devices.
         Returns:
           A started Cluster.
         Raises:
           LaunchError: a task did not start (its log tail is quoted).
-          TypeError, ValueError: bad job counts.
+          TypeError, ValueError: bad job counts or devices.
         """
         jobs = _job_counts(ps, worker, jobs)
         tasks = [Task(job, i, host, 0) for job, n in jobs.items() for i in range(n)]
-        return cls._started(tasks, LocalLauncher(env=env), name, config, timeout)
+        return cls._started(tasks, LocalLauncher(env=env), name, config, timeout, devices)
 
     @classmethod
     def ssh(cls, hosts, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None,
             python: str = "python3", user: Optional[str] = None, key: Optional[str] = None,
             port: int = 22, ssh_options=(), config=None, env: Optional[dict] = None,
-            timeout: float = 60.0, name: Optional[str] = None) -> "Cluster":
+            timeout: float = 60.0, name: Optional[str] = None,
+            devices: Optional[dict] = None) -> "Cluster":
         """Starts tasks over SSH on `hosts`, assigned round robin, ps tasks first.
 
         Args:
@@ -138,6 +144,7 @@ class Cluster:
           python: the remote interpreter that can import nbcluster.
           user, key, port, ssh_options: for the `ssh` client (see ssh.py).
           env: environment variables for the remote tasks (PYTHONPATH, say).
+          devices: each task's devices, as for `local`.
         Raises:
           LaunchError: a host cannot be reached (one line naming it) or a task
             did not start (its log tail is quoted).
@@ -151,23 +158,25 @@ class Cluster:
         tasks = [Task(job, i, next(slots), 0) for job, n in jobs.items() for i in range(n)]
         launcher = SSHLauncher(python=python, user=user, key=key, port=port,
                                ssh_options=ssh_options, env=env)
-        return cls._started(tasks, launcher, name, config, timeout)
+        return cls._started(tasks, launcher, name, config, timeout, devices)
 
     @classmethod
     def from_spec(cls, spec, launcher="local", *, config=None, timeout: float = 60.0,
-                  name: Optional[str] = None, **launcher_options) -> "Cluster":
+                  name: Optional[str] = None, devices: Optional[dict] = None,
+                  **launcher_options) -> "Cluster":
         """Starts one task per address of `spec` (port 0: a free port is picked).
 
         Args:
           spec: a ClusterSpec or dict.
           launcher: "local", "ssh" or a launcher object; `launcher_options` go
             to the named one (env=, python=, user=, ...).
+          devices: each task's devices, as for `local`.
         """
         spec = ClusterSpec(spec)
         tasks = [Task(job, i, *parse_address(spec.task_address(job, i)))
                  for job in spec.jobs for i in spec.task_indices(job)]
         return cls._started(tasks, _make_launcher(launcher, launcher_options), name, config,
-                            timeout)
+                            timeout, devices)
 
     @classmethod
     def connect(cls, spec, *, timeout: float = 10.0, name: Optional[str] = None) -> "Cluster":
@@ -190,7 +199,14 @@ class Cluster:
         return cluster
 
     @classmethod
-    def _started(cls, tasks: list, launcher, name, config, timeout: float) -> "Cluster":
+    def _started(cls, tasks: list, launcher, name, config, timeout: float,
+                 devices: Optional[dict] = None) -> "Cluster":
+        indices: dict = {}
+        for t in tasks:
+            indices.setdefault(t.job, []).append(t.index)
+        per_task = task_devices(devices, indices)  # bad devices: raised before any start
+        if per_task:
+            launcher = DeviceLauncher(launcher, per_task)
         cluster = cls(tasks, launcher, name, config)
         try:
             cluster._launch(timeout)
@@ -244,6 +260,31 @@ class Cluster:
         included (to check that they are gone); {} for a connected cluster."""
         return {key: t.process.server_pid for key, t in sorted(self._tasks.items())
                 if t.process is not None and t.process.server_pid is not None}
+
+    @property
+    def stopped(self) -> bool:
+        """Whether `stop()` was called (then no task of it runs, and none can restart)."""
+        return self._stopped
+
+    def exit_code(self, job: str, index: int) -> Optional[int]:
+        """How task /job:`job`/task:`index`'s process ended, if this cluster knows.
+
+        Returns:
+          None while its process runs, for a task this cluster did not start,
+          and for a remote task whose own status is unknown; else the return
+          code (negative: killed by that signal). An ssh session passes on its
+          server's status (the server replaces the remote shell), except 255:
+          ssh's own failure or a remote signal.
+        Raises:
+          ValueError: no such task.
+        """
+        task = self._task(job, index)
+        if self._launcher is None or task.process is None:
+            return None
+        code = task.process.poll()
+        if self._launcher.kind == "local" or code is None:
+            return code
+        return code if self._launcher.kind == "ssh" and 0 <= code < 255 else None
 
     def status(self, timeout: float = 2.0) -> list:
         """A TaskStatus per task, from each one's GetStatus (asked concurrently)."""

@@ -13,7 +13,7 @@ import os
 import textwrap
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Optional
 
 from nbcluster import errors
@@ -21,10 +21,13 @@ from nbcluster.framework.cluster_spec import ClusterSpec, join_address
 from nbcluster.launch.errors import LaunchError
 from nbcluster.launch.launcher import log_tail, signal_name, stop_all
 from nbcluster.launch.status import StatusClient
+from nbcluster.progress import Progress
 
 BIND_FAILURE = "failed to bind"  # what the server logs when its port is taken
 _TAIL_LINES = 20
 _ATTEMPTS = 3  # whole starts tried when a picked port was taken meanwhile
+_PROGRESS_DELAY_S = 0.5  # a start quicker than this shows no progress bar
+_PROGRESS_TICK_S = 0.1
 
 
 class Task:
@@ -93,6 +96,13 @@ def _bind_failed(task: Task) -> bool:
     return BIND_FAILURE in log_tail(task.log_path, _TAIL_LINES)
 
 
+def _mark_up(task: Task, response) -> None:
+    task.state = "up"
+    task.host_name = response.host
+    if task.process is not None and response.pid:
+        task.process.server_pid = response.pid
+
+
 def await_tasks(tasks: list, status: StatusClient, timeout: float,
                 raise_on_failure: bool = True, raise_on_bind: bool = False) -> list:
     """Waits until every task in `tasks` answers GetStatus (as itself, if ours).
@@ -112,18 +122,22 @@ def await_tasks(tasks: list, status: StatusClient, timeout: float,
     deadline = time.monotonic() + timeout
     abort = threading.Event()
     results: dict = {}
-    with ThreadPoolExecutor(max_workers=max(1, min(64, len(tasks)))) as pool:
+    progress = Progress(len(tasks), "starting cluster", "tasks up", delay=_PROGRESS_DELAY_S)
+    with progress, ThreadPoolExecutor(max_workers=max(1, min(64, len(tasks)))) as pool:
         futures = {pool.submit(_await_one, t, status, deadline, abort): t for t in tasks}
-        for future in as_completed(futures):
-            task = futures[future]
-            outcome, value = results[task] = future.result()
-            if outcome == "up":
-                task.state = "up"
-                task.host_name = value.host
-                if task.process is not None and value.pid:
-                    task.process.server_pid = value.pid
-            elif raise_on_failure:
-                abort.set()
+        pending = set(futures)
+        while pending:
+            # ticks, not as_completed: the bar must appear while every task is still silent
+            finished, pending = wait(pending, _PROGRESS_TICK_S, FIRST_COMPLETED)
+            for future in finished:
+                task = futures[future]
+                outcome, value = results[task] = future.result()
+                if outcome == "up":
+                    _mark_up(task, value)
+                elif raise_on_failure:
+                    abort.set()
+            progress.set(sum(r[0] == "up" for r in results.values()))
+        progress.close(failed=progress.value < len(tasks))
     if not raise_on_failure:
         return [t for t in tasks if results[t][0] != "up"]
     failed = [t for t in tasks if results[t][0] not in ("up", "aborted")]

@@ -38,6 +38,7 @@ class TaskStatus:
     bytes_received: int = 0
     active_sessions: int = 0
     last_error: str = ""
+    device_memory: tuple = ()  # bytes per device, in `devices`' order (0: unknown)
 
 
 class StatusClient:
@@ -46,9 +47,14 @@ class StatusClient:
     def __init__(self) -> None:
         self._clients: dict = {}  # address -> (its channel, a GrpcWorkerClient on it)
         self._lock = threading.Lock()
+        self._closed = False
 
     def _client(self, address: str) -> GrpcWorkerClient:
         with self._lock:
+            if self._closed:
+                # A poller racing `close()` must not open a channel nobody closes.
+                raise errors.CancelledError(None, None, f"GetStatus to {address}: the "
+                                                        f"status client is closed")
             entry = self._clients.get(address)
             if entry is None:
                 channel = channels.polling_channel(address)
@@ -64,6 +70,7 @@ class StatusClient:
             instead of failing at once when it does not.
         Raises:
           OpError: no answer (UnavailableError, DeadlineExceededError).
+          CancelledError: this client was closed.
         """
         return self._client(address).get_status(timeout, wait_for_ready=wait)
 
@@ -88,7 +95,9 @@ class StatusClient:
             entry[0].close()
 
     def close(self) -> None:
+        """Closes every channel; later calls raise CancelledError."""
         with self._lock:
+            self._closed = True
             entries, self._clients = list(self._clients.values()), {}
         for channel, _ in entries:
             channel.close()
@@ -104,12 +113,13 @@ def task_status(job: str, index: int, address: str, response, state: str,
     if response is None:
         return TaskStatus(job, index, state, address, target, pid, host, (), None)
     start = response.incarnation_start_unix_micros / 1e6
+    devices = response.device_attributes
     return TaskStatus(
         job, index, state, address, target, response.pid or pid, response.host or host,
-        tuple(d.name for d in response.device_attributes),
+        tuple(d.name for d in devices),
         max(0.0, time.time() - start) if start else None, response.steps_run,
         response.bytes_sent, response.bytes_received, response.active_sessions,
-        response.last_error)
+        response.last_error, tuple(int(d.memory_limit) for d in devices))
 
 
 def task_of(address: str, timeout: float) -> tuple:

@@ -12,6 +12,7 @@ import pytest
 
 import nbcluster as tf
 from nbcluster.launch import Cluster, LaunchError, LocalLauncher, TaskStatus
+from nbcluster.launch.startup import Task
 from process_checks import alive, kill_pids, wait_gone
 
 pytestmark = pytest.mark.timeout(180)
@@ -256,3 +257,78 @@ def test_an_interpreter_that_does_not_exist_is_named(tmp_path):
     missing = str(tmp_path / "no-python")
     with pytest.raises(LaunchError, match=f"Cannot run '{missing}'"):
         Cluster.from_spec({"worker": ["127.0.0.1:0"]}, launcher=LocalLauncher(python=missing))
+
+
+def test_exit_code_is_none_while_a_task_runs_and_its_return_code_once_it_ended(clusters):
+    cluster = Cluster.local(ps=1, worker=1)
+    clusters.append(cluster)
+    assert cluster.stopped is False
+    assert cluster.exit_code("ps", 0) is None and cluster.exit_code("worker", 0) is None
+    cluster.kill("worker", 0)
+    assert cluster.exit_code("worker", 0) == -signal.SIGKILL
+    assert cluster.exit_code("ps", 0) is None
+    cluster.restart("worker", 0)
+    assert cluster.exit_code("worker", 0) is None  # the new process runs
+    with pytest.raises(ValueError, match=r"/job:worker/task:3"):
+        cluster.exit_code("worker", 3)
+    pid = cluster.pid("ps", 0)
+    cluster.stop()
+    assert cluster.stopped is True
+    assert wait_gone([pid], 5) == []
+    assert cluster.exit_code("ps", 0) is not None  # reaped by stop()
+    cluster.stop()  # idempotent: still stopped
+    assert cluster.stopped is True
+
+
+def test_a_connected_cluster_knows_no_exit_code(clusters):
+    owner = Cluster.local(ps=0, worker=1)
+    clusters.append(owner)
+    connected = Cluster.connect(owner.spec, timeout=10)
+    assert connected.exit_code("worker", 0) is None and connected.stopped is False
+    connected.stop()
+    assert connected.stopped is True and owner.stopped is False
+    assert owner.status()[0].state == "up"  # stopping a connection kills nothing
+
+
+class _EndedProcess:
+    """A TaskProcess that already ended with `code` (None: still running)."""
+    server_pid = None
+
+    def __init__(self, code) -> None:
+        self.code = code
+
+    def poll(self):
+        return self.code
+
+    def terminate(self) -> None:
+        pass
+
+    def wait_until(self, deadline: float) -> bool:
+        return True
+
+    def force(self) -> None:
+        pass
+
+
+class _KindLauncher:
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("kind, code, expected", [
+    ("local", None, None), ("local", -9, -9), ("local", 0, 0), ("local", 3, 3),
+    ("ssh", None, None), ("ssh", 3, 3),  # the remote server's own status, passed on
+    ("ssh", 255, None), ("ssh", -15, None),  # ssh's failure / its client's death
+    ("other", 1, None)])  # a launcher that does not say what its codes mean
+def test_exit_code_is_the_task_s_own_status_only_where_the_launcher_tells_it(
+        kind, code, expected):
+    task = Task("worker", 0, "127.0.0.1", 1)
+    task.process = _EndedProcess(code)
+    cluster = Cluster([task], _KindLauncher(kind), "fake")
+    try:
+        assert cluster.exit_code("worker", 0) == expected
+    finally:
+        cluster.stop(grace=0)

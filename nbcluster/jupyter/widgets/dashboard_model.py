@@ -1,0 +1,211 @@
+"""The dashboard's state: one row of display strings per task, updated from each poll.
+
+Rule: pure (no widgets, no sockets, no threads). `DashboardModel.update` takes
+what a poll saw (TaskStatus rows, local exit codes, whether the cluster is
+stopped) and says whether anything shown changed, so the widget sends a new
+table only then.
+
+State of a task, in order: "stopped" once its cluster is stopped; "up" or
+"starting" as its Cluster reports; otherwise "failed" when its local process
+exited with a nonzero code (a signal counts), else "down".
+"""
+from __future__ import annotations
+
+import html
+import signal
+import threading
+from dataclasses import dataclass
+from typing import Optional
+
+STATE_COLORS = {"up": "#1a7f37", "starting": "#bf8700", "down": "#cf222e",
+                "failed": "#cf222e", "stopped": "#57606a"}
+COLUMNS = ("task", "state", "address", "pid", "uptime", "devices", "sessions", "steps",
+           "sent", "received", "last error")
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def format_bytes(count: int) -> str:
+    """`count` bytes in binary units, 3 significant digits: '512 B', '1.5 KiB', '24 GiB'.
+
+    Raises:
+      ValueError: `count` is negative.
+    """
+    if count < 0:
+        raise ValueError(f"a byte count cannot be negative, not {count!r}")
+    value, unit = float(count), 0
+    while value >= 1024 and unit < len(_UNITS) - 1:
+        value, unit = value / 1024, unit + 1
+    if unit == 0:
+        return f"{int(count)} B"
+    text = f"{value:.3g}" if value < 1000 else f"{value:.0f}"
+    return f"{text} {_UNITS[unit]}"
+
+
+def format_devices(names: tuple, memory: tuple = ()) -> str:
+    """'CPU:0 (24 GiB), GPU:0 (80 GiB)' from full device names and their bytes."""
+    parts = []
+    for i, name in enumerate(names):
+        short = name.rsplit("/device:", 1)[-1]
+        limit = memory[i] if i < len(memory) else 0
+        parts.append(f"{short} ({format_bytes(limit)})" if limit else short)
+    return ", ".join(parts)
+
+
+def format_uptime(seconds: Optional[float]) -> str:
+    """Coarse on purpose ('<1m', '12m', '3h05m', '2d04h'): the table changes at most
+    once a minute while nothing else does, so idle polls send nothing."""
+    if seconds is None:
+        return ""
+    minutes = int(seconds // 60)
+    if minutes < 1:
+        return "<1m"
+    if minutes < 60:
+        return f"{minutes}m"
+    if minutes < 24 * 60:
+        return f"{minutes // 60}h{minutes % 60:02d}m"
+    return f"{minutes // 1440}d{minutes // 60 % 24:02d}h"
+
+
+def exit_text(code: int) -> str:
+    """'exited with status 1' or 'killed by SIGKILL' for a process exit code."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def derive_state(reported: str, exit_code: Optional[int], cluster_stopped: bool) -> str:
+    """The dashboard's state of one task (see the module docstring)."""
+    if cluster_stopped:
+        return "stopped"
+    if reported in ("up", "starting"):
+        return reported
+    if exit_code is not None and exit_code != 0:
+        return "failed"
+    return "down"
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    """One task as the dashboard shows it: every cell already a string."""
+    job: str
+    index: int
+    state: str
+    address: str
+    pid: str
+    uptime: str
+    devices: str
+    sessions: str
+    steps: str
+    sent: str
+    received: str
+    error: str
+
+    @property
+    def name(self) -> str:
+        return f"/job:{self.job}/task:{self.index}"
+
+    def cells(self) -> tuple:
+        """The row's strings in COLUMNS' order."""
+        return (self.name, self.state, self.address, self.pid, self.uptime, self.devices,
+                self.sessions, self.steps, self.sent, self.received, self.error)
+
+
+def row_of(status, exit_code: Optional[int] = None, cluster_stopped: bool = False) -> TaskRow:
+    """A TaskRow from a TaskStatus; counters are blank when the task did not answer."""
+    state = derive_state(status.state, exit_code, cluster_stopped)
+    answered = status.uptime_s is not None
+    error = status.last_error.splitlines()[0][:160] if status.last_error else ""
+    if not error and state == "failed" and exit_code is not None:
+        error = exit_text(exit_code)
+
+    def counter(text: str) -> str:
+        return text if answered else ""
+    return TaskRow(
+        status.job, status.index, state, status.address, str(status.pid or ""),
+        format_uptime(status.uptime_s) if state == "up" else "",
+        format_devices(status.devices, status.device_memory),
+        counter(str(status.active_sessions)), counter(str(status.steps_run)),
+        counter(format_bytes(status.bytes_sent)), counter(format_bytes(status.bytes_received)),
+        error)
+
+
+class DashboardModel:
+    """The rows of one dashboard; `update` replaces them and counts real changes.
+
+    Args:
+      title: the cluster's name, shown above the table.
+    """
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self.rows: tuple = ()
+        self.version = 0  # bumped by every update that changed what is shown
+        self.stopped = False
+        self._lock = threading.Lock()  # the poller thread and the kernel both update
+
+    def update(self, statuses: list, exit_codes: Optional[dict] = None,
+               cluster_stopped: bool = False) -> bool:
+        """Takes one poll's TaskStatus rows; True if any shown cell changed.
+
+        Args:
+          exit_codes: {(job, index): exit code} of local processes that ended.
+          cluster_stopped: the cluster was stopped: every task shows "stopped".
+        """
+        codes = exit_codes or {}
+        rows = tuple(row_of(s, codes.get((s.job, s.index)), cluster_stopped)
+                     for s in sorted(statuses, key=lambda s: (s.job, s.index)))
+        with self._lock:
+            changed = rows != self.rows or cluster_stopped != self.stopped
+            if changed:
+                self.rows, self.stopped = rows, cluster_stopped
+                self.version += 1
+        return changed
+
+    def state(self, job: str, index: int) -> str:
+        """The shown state of task /job:`job`/task:`index`.
+
+        Raises:
+          ValueError: the dashboard has no such task.
+        """
+        for row in self.rows:
+            if (row.job, row.index) == (job, index):
+                return row.state
+        raise ValueError(f"the dashboard has no task /job:{job}/task:{index} (tasks: "
+                         f"{', '.join(r.name for r in self.rows) or 'none'})")
+
+    def heading(self) -> str:
+        return f"Cluster {self.title!r}" + (" (stopped)" if self.stopped else "")
+
+    def html(self) -> str:
+        """The table as HTML: each <tr> says its task and state (class nbc-state-<state>)."""
+        head = "".join(f"<th style='text-align:left;padding:2px 8px'>{html.escape(c)}</th>"
+                       for c in COLUMNS)
+        body = "".join(_html_row(row) for row in self.rows)
+        return (f"<div class='nbc-dashboard-table'><b>{html.escape(self.heading())}</b>"
+                f"<table style='border-collapse:collapse;font-size:12px'><thead><tr>{head}"
+                f"</tr></thead><tbody>{body}</tbody></table></div>")
+
+    def text(self) -> str:
+        """The heading, then the table as aligned plain-text columns."""
+        table = [COLUMNS] + [row.cells() for row in self.rows]
+        widths = [max(len(r[i]) for r in table) for i in range(len(COLUMNS))]
+        lines = [self.heading()]
+        for r in table:
+            lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        return "\n".join(lines)
+
+
+def _html_row(row: TaskRow) -> str:
+    color = STATE_COLORS.get(row.state, "inherit")
+    cells = []
+    for column, cell in zip(COLUMNS, row.cells()):
+        text = html.escape(cell)
+        if column == "state":
+            text = f"<span style='color:{color};font-weight:bold'>&#9679; {text}</span>"
+        cells.append(f"<td class='nbc-{column.replace(' ', '-')}' "
+                     f"style='text-align:left;padding:2px 8px'>{text}</td>")
+    return (f'<tr class="nbc-task nbc-state-{row.state}" data-task="{html.escape(row.name)}" '
+            f'style="border-left:4px solid {color}">{"".join(cells)}</tr>')

@@ -1,0 +1,218 @@
+"""The Timeline widget: one traced step's ops per device, with Send/Recv arrows.
+
+The widget is its synced traits (`_data`, the view's input; `window`, the
+zoomed range) plus `static/timeline.js`; text/plain and text/html fallbacks
+keep nbconvert and GitHub useful without a widget manager.
+"""
+from __future__ import annotations
+
+import html
+import os
+import pathlib
+
+import anywidget
+import traitlets
+
+from nbcluster.jupyter.widgets import STATIC
+from nbcluster.jupyter.widgets.chrome_trace import chrome_trace, write_chrome_trace
+from nbcluster.jupyter.widgets.devices import color_of
+from nbcluster.jupyter.widgets.timeline_model import StepTimeline, from_run_metadata
+
+
+class Timeline(anywidget.AnyWidget):
+    """One step's ops as bars in one lane per device, transfers as arrows.
+
+    Wheel or drag-select zooms, double-click resets, hovering a bar shows the
+    op. `window` is the zoomed range in µs ([] for the whole step) and may be
+    set from Python too.
+
+    Example:
+      meta = tf.RunMetadata()
+      sess.run(fetch, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+               run_metadata=meta)
+      Timeline(meta)                      # in a cell
+      Timeline(meta).save_chrome_trace("step.json")  # for Perfetto
+    """
+
+    _esm = STATIC / "timeline.js"
+    _data = traitlets.Dict().tag(sync=True)
+    window = traitlets.List(traitlets.Float(), default_value=[]).tag(sync=True)
+
+    def __init__(self, run_metadata, **kwargs) -> None:
+        """Builds the view of one traced step.
+
+        Args:
+          run_metadata: a `tf.RunMetadata` from a run with
+            `tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)`; the partition
+            graphs it carries pair Sends with Recvs by their attrs (by name
+            when they were left out).
+          **kwargs: passed to the widget (layout, window).
+
+        Raises:
+          TypeError: run_metadata is not a RunMetadata.
+          ValueError: it has no step_stats (the step was not traced).
+        """
+        self._step = from_run_metadata(run_metadata)
+        super().__init__(_data=view_data(self._step), **kwargs)
+
+    @traitlets.validate("window")
+    def _check_window(self, proposal):
+        window = proposal["value"]
+        if window and (len(window) != 2 or not window[0] < window[1]):
+            raise traitlets.TraitError(
+                f"window must be [] or [start_us, end_us] with start < end, got {window!r}")
+        return window
+
+    @property
+    def step(self) -> StepTimeline:
+        """The data model behind the view."""
+        return self._step
+
+    @property
+    def lanes(self) -> list:
+        """Device names, one per lane, job → task → device."""
+        return list(self._step.lanes)
+
+    @property
+    def ops(self) -> list:
+        """[{device, name, op, start_us, end_us}], µs from the step's first start."""
+        return [{"device": b.device, "name": b.name, "op": b.op,
+                 "start_us": b.start_us, "end_us": b.end_us} for b in self._step.ops]
+
+    @property
+    def transfers(self) -> list:
+        """[{src_device, dst_device, tensor, bytes, start_us, end_us}] (send start → recv end)."""
+        return [{"src_device": t.src_device, "dst_device": t.dst_device, "tensor": t.tensor,
+                 "bytes": t.bytes, "start_us": t.start_us, "end_us": t.end_us}
+                for t in self._step.transfers]
+
+    @property
+    def duration_us(self) -> float:
+        """From the first op's start to the last op's end."""
+        return self._step.duration_us
+
+    def chrome_trace(self) -> dict:
+        """The step in the Chrome trace event format, as a dict (see chrome_trace.py)."""
+        return chrome_trace(self._step)
+
+    def save_chrome_trace(self, path: str | os.PathLike) -> pathlib.Path:
+        """Writes the Chrome trace JSON (open it in Perfetto or chrome://tracing).
+
+        Args:
+          path: the file to write, str or path-like.
+
+        Returns:
+          the path written.
+
+        Raises:
+          TypeError: path is neither str nor path-like.
+        """
+        return write_chrome_trace(self._step, path)
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
+        data = dict(data, **{"text/plain": summary(self._step),
+                             "text/html": static_html(self._step)})
+        return data, metadata
+
+
+def view_data(step: StepTimeline) -> dict:
+    """The JS view's input: lanes with colours and rows, op bars, transfers by index.
+
+    Args:
+      step: the data model.
+
+    Returns:
+      {"lanes": [{device, color, rows}], "ops": [{lane, row, name, op, start,
+      end, outputs}], "transfers": [{src, dst, send, recv, tensor, bytes,
+      start, end}], "duration": µs}; "send"/"recv" index "ops".
+    """
+    rows = {d: sorted({b.thread_id for b in step.ops if b.device == d}) for d in step.lanes}
+    lanes = [{"device": d, "color": color_of(d, list(step.lanes)), "rows": max(1, len(rows[d]))}
+             for d in step.lanes]
+    lane_of = {d: i for i, d in enumerate(step.lanes)}
+    index = {(b.device, b.name): i for i, b in enumerate(step.ops)}
+    ops = [{"lane": lane_of[b.device], "row": rows[b.device].index(b.thread_id),
+            "name": b.name, "op": b.op, "start": b.start_us, "end": b.end_us,
+            "outputs": [_describe(o) for o in b.outputs]} for b in step.ops]
+    transfers = [{"src": lane_of[t.src_device], "dst": lane_of[t.dst_device],
+                  "send": index[(t.send.device, t.send.name)],
+                  "recv": index[(t.recv.device, t.recv.name)],
+                  "tensor": t.tensor, "bytes": t.bytes, "start": t.start_us, "end": t.end_us}
+                 for t in step.transfers]
+    return {"lanes": lanes, "ops": ops, "transfers": transfers, "duration": step.duration_us}
+
+
+def summary(step: StepTimeline) -> str:
+    """One line: "Timeline: 14 ops on 3 devices over 8.1 ms; 2 transfers (40 B)"."""
+    nbytes = sum(t.bytes for t in step.transfers)
+    return (f"Timeline: {len(step.ops)} ops on {len(step.lanes)} devices over "
+            f"{format_us(step.duration_us)}; {len(step.transfers)} transfers "
+            f"({format_bytes(nbytes)})")
+
+
+def busy_us(step: StepTimeline, device: str) -> float:
+    """Time the device ran at least one op (overlapping bars counted once)."""
+    total, reach = 0.0, float("-inf")
+    for bar in sorted((b for b in step.ops if b.device == device), key=lambda b: b.start_us):
+        start = max(bar.start_us, reach)
+        if bar.end_us > start:
+            total += bar.end_us - start
+        reach = max(reach, bar.end_us)
+    return total
+
+
+def static_html(step: StepTimeline) -> str:
+    """A per-device table (ops, busy time, first/last op) and a static SVG of the bars."""
+    rows = []
+    for device in step.lanes:
+        bars = [b for b in step.ops if b.device == device]
+        first = min(bars, key=lambda b: b.start_us)
+        last = max(bars, key=lambda b: b.end_us)
+        rows.append(
+            f"<tr><td><span style='color:{color_of(device, list(step.lanes))}'>&#9632;</span> "
+            f"<code>{html.escape(device)}</code></td><td>{len(bars)}</td>"
+            f"<td>{format_us(busy_us(step, device))}</td>"
+            f"<td><code>{html.escape(first.name)}</code></td>"
+            f"<td><code>{html.escape(last.name)}</code></td></tr>")
+    return (f"<div class='nbcluster-timeline-static'><p>{html.escape(summary(step))}</p>"
+            "<table><thead><tr><th>device</th><th>ops</th><th>busy</th>"
+            "<th>first op</th><th>last op</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>" + _static_svg(step) + "</div>")
+
+
+def _static_svg(step: StepTimeline, width: int = 640, lane_h: int = 18) -> str:
+    scale = width / max(step.duration_us, 1.0)
+    known = list(step.lanes)
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' "
+             f"height='{lane_h * len(known) + 2}' role='img'>"]
+    for bar in step.ops:
+        y = known.index(bar.device) * lane_h + 2
+        w = max((bar.end_us - bar.start_us) * scale, 1.0)
+        parts.append(f"<rect x='{bar.start_us * scale:.1f}' y='{y}' width='{w:.1f}' "
+                     f"height='{lane_h - 4}' fill='{color_of(bar.device, known)}'>"
+                     f"<title>{html.escape(bar.name)} ({html.escape(bar.op)})</title></rect>")
+    return "".join(parts) + "</svg>"
+
+
+def format_us(us: float) -> str:
+    """812 µs, 8.1 ms, 2.35 s."""
+    if us < 1000:
+        return f"{us:.0f} µs"
+    if us < 1e6:
+        return f"{us / 1e3:.1f} ms"
+    return f"{us / 1e6:.2f} s"
+
+
+def format_bytes(n: int) -> str:
+    """40 B, 1.5 KiB, 3.0 MiB."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _describe(output) -> str:
+    shape = ",".join(str(d) for d in output.shape)
+    return f"{output.dtype or '?'}[{shape}] {format_bytes(output.bytes)}"
