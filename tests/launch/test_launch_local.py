@@ -13,6 +13,7 @@ import pytest
 import nbcluster as tf
 from nbcluster.launch import Cluster, LaunchError, LocalLauncher, TaskStatus
 from nbcluster.launch.startup import Task
+from cluster_graphs import ps_matmul_step
 from process_checks import alive, kill_pids, wait_gone
 
 pytestmark = pytest.mark.timeout(180)
@@ -29,20 +30,6 @@ def clusters():
         kill_pids(wait_gone(pids, 5.0))
 
 
-def _step(target: str) -> np.ndarray:
-    """A variable on ps:0 read by a matmul on worker:1, run from `target`."""
-    graph = tf.Graph()
-    with graph.as_default():
-        with tf.device("/job:ps/task:0"):
-            w = tf.Variable(np.arange(4, dtype=np.float32).reshape(2, 2), name="w")
-        with tf.device("/job:worker/task:1"):
-            y = tf.matmul(w, w)
-        init = tf.global_variables_initializer()
-    with tf.Session(target, graph=graph) as sess:
-        sess.run(init)
-        return sess.run(y)
-
-
 def test_local_cluster_runs_a_step_and_reports_each_task(clusters):
     cluster = Cluster.local(ps=1, worker=2, name="t")
     clusters.append(cluster)
@@ -53,7 +40,7 @@ def test_local_cluster_runs_a_step_and_reports_each_task(clusters):
         assert target == "grpc://" + cluster.spec.task_address(job, index)
         assert target.startswith("grpc://127.0.0.1:") and not target.endswith(":0")
     w = np.arange(4, dtype=np.float32).reshape(2, 2)
-    np.testing.assert_allclose(_step(cluster.target("worker", 0)), w @ w)
+    np.testing.assert_allclose(ps_matmul_step(cluster.target("worker", 0)), w @ w)
     statuses = cluster.status()
     assert all(isinstance(s, TaskStatus) for s in statuses)
     assert [(s.job, s.index, s.state) for s in statuses] == \
@@ -105,7 +92,7 @@ def test_restart_and_kill_change_state_and_pid(clusters):
     assert cluster.pid("worker", 1) == after[("worker", 1)][0]
     assert cluster.pids == {key: pid for key, (pid, _) in after.items()}
     w = np.arange(4, dtype=np.float32).reshape(2, 2)
-    np.testing.assert_allclose(_step(cluster.target("worker", 0)), w @ w)
+    np.testing.assert_allclose(ps_matmul_step(cluster.target("worker", 0)), w @ w)
     cluster.kill("worker", 0)
     assert not alive(before[("worker", 0)])
     states = {(s.job, s.index): s.state for s in cluster.status()}

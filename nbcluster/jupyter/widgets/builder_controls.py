@@ -53,7 +53,7 @@ def job_panel(job: model.JobDesign, edit: Callable[..., None],
         host = widgets.Text(job.hosts[index], description=f"task {index} host",
                             placeholder="local, host or host:port")
         gpus = widgets.Text(job.gpus[index], description="GPUs",
-                            placeholder="'' all, none, or 0,1")
+                            placeholder="all (empty), none, or 0,1")
         host.observe(lambda c, i=index: edit(lambda: job.hosts.__setitem__(i, c["new"])),
                      "value")
         gpus.observe(lambda c, i=index: edit(
@@ -146,6 +146,7 @@ class ActionBar(widgets.HBox):
         self.launch.disabled = running
         self.stop.disabled = self.restart.disabled = self.task.disabled = not running
         self.task.options = [(f"{j}:{i}", (j, i)) for j, i in sorted(tasks)] if running else []
+        self.task.value = self.task.options[0][1] if self.task.options else None
 
     @contextlib.contextmanager
     def busy(self):

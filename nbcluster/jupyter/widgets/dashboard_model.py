@@ -17,28 +17,12 @@ import threading
 from dataclasses import dataclass
 from typing import Optional
 
+from nbcluster.jupyter.widgets.units import format_bytes
+
 STATE_COLORS = {"up": "#1a7f37", "starting": "#bf8700", "down": "#cf222e",
                 "failed": "#cf222e", "stopped": "#57606a"}
 COLUMNS = ("task", "state", "address", "pid", "uptime", "devices", "sessions", "steps",
            "sent", "received", "last error")
-_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-
-
-def format_bytes(count: int) -> str:
-    """`count` bytes in binary units, 3 significant digits: '512 B', '1.5 KiB', '24 GiB'.
-
-    Raises:
-      ValueError: `count` is negative.
-    """
-    if count < 0:
-        raise ValueError(f"a byte count cannot be negative, not {count!r}")
-    value, unit = float(count), 0
-    while value >= 1024 and unit < len(_UNITS) - 1:
-        value, unit = value / 1024, unit + 1
-    if unit == 0:
-        return f"{int(count)} B"
-    text = f"{value:.3g}" if value < 1000 else f"{value:.0f}"
-    return f"{text} {_UNITS[unit]}"
 
 
 def format_devices(names: tuple, memory: tuple = ()) -> str:

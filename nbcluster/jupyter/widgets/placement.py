@@ -18,9 +18,10 @@ import nbcluster as tf
 from nbcluster.jupyter.widgets import STATIC
 from nbcluster.jupyter.widgets.placement_metadata import from_run_metadata
 from nbcluster.jupyter.widgets.placement_model import (CLIENT, Placement, fetch_names,
-                                                       format_bytes, from_graph, prune)
+                                                       from_graph, prune)
 from nbcluster.jupyter.widgets.placement_scopes import (DEFAULT_BUDGET, DEFAULT_THRESHOLD,
                                                         view_data)
+from nbcluster.jupyter.widgets.units import format_bytes
 
 RANKDIRS = ("TB", "LR", "BT", "RL")
 _HTML_ROWS = 50  # transfers listed in the static fallback

@@ -241,14 +241,3 @@ def prune(placement: Placement, fetches: list) -> Placement:
         if t.src_node in keep and consumers:
             transfers.append(replace(t, dst_nodes=consumers))
     return Placement(ops, transfers, placement.actual)
-
-
-def format_bytes(n: Optional[int]) -> str:
-    """ "24 B", "1.2 KiB", "3.0 MiB"; "? B" when unknown."""
-    if n is None:
-        return "? B"
-    units = ("B", "KiB", "MiB", "GiB", "TiB")
-    size, unit = float(n), 0
-    while size >= 1024 and unit < len(units) - 1:
-        size, unit = size / 1024, unit + 1
-    return f"{n} B" if unit == 0 else f"{size:.1f} {units[unit]}"

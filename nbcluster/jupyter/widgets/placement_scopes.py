@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections import Counter
 
 from nbcluster.jupyter.widgets.devices import UNPLACED, color_of, place_of
-from nbcluster.jupyter.widgets.placement_model import CLIENT, Placement, format_bytes
+from nbcluster.jupyter.widgets.placement_model import CLIENT, Placement
+from nbcluster.jupyter.widgets.units import format_bytes
 
 DEFAULT_THRESHOLD = 6   # a scope with more ops than this is folded
 DEFAULT_BUDGET = 40     # and smaller ones too while a level shows more nodes than this

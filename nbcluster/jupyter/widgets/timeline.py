@@ -17,6 +17,7 @@ from nbcluster.jupyter.widgets import STATIC
 from nbcluster.jupyter.widgets.chrome_trace import chrome_trace, write_chrome_trace
 from nbcluster.jupyter.widgets.devices import color_of
 from nbcluster.jupyter.widgets.timeline_model import StepTimeline, from_run_metadata
+from nbcluster.jupyter.widgets.units import format_bytes, format_us
 
 
 class Timeline(anywidget.AnyWidget):
@@ -194,23 +195,6 @@ def _static_svg(step: StepTimeline, width: int = 640, lane_h: int = 18) -> str:
                      f"height='{lane_h - 4}' fill='{color_of(bar.device, known)}'>"
                      f"<title>{html.escape(bar.name)} ({html.escape(bar.op)})</title></rect>")
     return "".join(parts) + "</svg>"
-
-
-def format_us(us: float) -> str:
-    """812 µs, 8.1 ms, 2.35 s."""
-    if us < 1000:
-        return f"{us:.0f} µs"
-    if us < 1e6:
-        return f"{us / 1e3:.1f} ms"
-    return f"{us / 1e6:.2f} s"
-
-
-def format_bytes(n: int) -> str:
-    """40 B, 1.5 KiB, 3.0 MiB."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
 
 
 def _describe(output) -> str:

@@ -8,9 +8,10 @@ import time
 import numpy as np
 import pytest
 
-import nbcluster as tf
+from cluster_graphs import ps_matmul_step
+
 from nbcluster.jupyter.widgets import ClusterDashboard
-from nbcluster.jupyter.widgets.dashboard_model import format_bytes
+from nbcluster.jupyter.widgets.units import format_bytes
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -38,20 +39,6 @@ def wait_for(predicate, timeout: float = 10.0, step: float = 0.01) -> float:
         assert time.monotonic() - start < timeout, "condition not reached"
         time.sleep(step)
     return time.monotonic() - start
-
-
-def _step(target: str) -> np.ndarray:
-    """A variable on ps:0 read by a matmul on worker:1, run from `target`."""
-    graph = tf.Graph()
-    with graph.as_default():
-        with tf.device("/job:ps/task:0"):
-            w = tf.Variable(np.arange(4, dtype=np.float32).reshape(2, 2), name="w")
-        with tf.device("/job:worker/task:1"):
-            y = tf.matmul(w, w)
-        init = tf.global_variables_initializer()
-    with tf.Session(target, graph=graph) as sess:
-        sess.run(init)
-        return sess.run(y)
 
 
 def test_bad_arguments_are_refused():
@@ -83,7 +70,7 @@ def test_every_task_is_up_with_its_pid_address_and_device_memory(local_cluster, 
 def test_a_step_raises_the_counters(local_cluster, dashboards):
     dashboard = dashboards(local_cluster, start=False)
     version = dashboard.model.version
-    np.testing.assert_allclose(_step(local_cluster.target("worker", 0)), [[2, 3], [6, 11]])
+    np.testing.assert_allclose(ps_matmul_step(local_cluster.target("worker", 0)), [[2, 3], [6, 11]])
     assert dashboard.refresh() is True and dashboard.model.version == version + 1
     statuses = {(s.job, s.index): s for s in local_cluster.status()}
     rows = {(r.job, r.index): r for r in dashboard.model.rows}

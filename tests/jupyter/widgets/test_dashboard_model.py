@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from nbcluster.jupyter.widgets.dashboard_model import (
-    DashboardModel, derive_state, exit_text, format_bytes, format_devices, format_uptime)
+    DashboardModel, derive_state, exit_text, format_devices, format_uptime)
 from nbcluster.launch.status import TaskStatus
 
 pytestmark = pytest.mark.timeout(30)
@@ -23,19 +23,6 @@ def status(job="worker", index=0, state="up", pid=100, uptime=5.0, **counters) -
                       f"grpc://127.0.0.1:{5000 + index}", pid, "host",
                       (CPU,) if answered else (), uptime,
                       device_memory=(24 * GIB,) if answered else (), **counters)
-
-
-@pytest.mark.parametrize("count, text", [
-    (0, "0 B"), (1023, "1023 B"), (1024, "1 KiB"), (1536, "1.5 KiB"),
-    (10 * 1024 * 1024 + 300 * 1024, "10.3 MiB"), (24 * GIB, "24 GiB"),
-    (int(15.54 * GIB), "15.5 GiB"), (1000 * 1024 * 1024, "1000 MiB"), (3 << 50, "3 PiB")])
-def test_format_bytes_uses_binary_units(count, text):
-    assert format_bytes(count) == text
-
-
-def test_format_bytes_refuses_negative_counts():
-    with pytest.raises(ValueError, match="-5"):
-        format_bytes(-5)
 
 
 def test_devices_show_their_memory():

@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from cluster_graphs import three_task_graph
 
 import nbcluster as tf
 from nbcluster.jupyter.widgets.placement import PlacementView
@@ -19,16 +20,8 @@ CLIENT = "/job:client"
 
 def test_actual_placement_and_transfers_of_a_distributed_step(cluster_factory):
     cluster = cluster_factory({"ps": 1, "worker": 2})
-    graph = tf.Graph()
-    with graph.as_default():
-        with tf.device("/job:ps/task:0"):
-            w = tf.Variable(np.arange(600, dtype=np.float32).reshape(30, 20) / 600, name="w")
-        with tf.device("/job:worker/task:0"):
-            x = tf.placeholder(tf.float32, [None, 30], name="x")
-            y = tf.matmul(x, w, name="y")
-        with tf.device("/job:worker/task:1"):
-            total = tf.reduce_sum(y * 2.0, name="total")
-        init = tf.global_variables_initializer()
+    g = three_task_graph(np.arange(600, dtype=np.float32).reshape(30, 20) / 600)
+    graph, w, x, y, total, init = g.graph, g.w, g.x, g.y, g.total, g.init
     feed = np.ones((5, 30), np.float32)
     meta = tf.RunMetadata()
     with tf.Session(cluster.target("worker", 0), graph=graph) as sess:
@@ -61,7 +54,7 @@ def test_actual_placement_and_transfers_of_a_distributed_step(cluster_factory):
     json.dumps(state)
     edges = {(e["source"], e["target"]): e for e in state["view"]["edges"]}
     read = edges[("op:w/read", "op:y")]
-    assert read["kind"] == "transfer" and read["label"] == "2.3 KiB"
+    assert read["kind"] == "transfer" and read["label"] == "2.34 KiB"  # 600 float32
     parents = {n["name"]: n["parent"] for n in state["view"]["nodes"]}
     assert parents["y"] == f"dev:{W0}" and parents["x"] == "job:/job:client"
     groups = {g["id"]: g["parent"] for g in state["view"]["groups"]}

@@ -7,7 +7,7 @@ import pytest
 import nbcluster as tf
 from nbcluster.jupyter.widgets.devices import UNPLACED, color_of
 from nbcluster.jupyter.widgets.placement_metadata import from_run_metadata
-from nbcluster.jupyter.widgets.placement_model import (CLIENT, fetch_names, format_bytes,
+from nbcluster.jupyter.widgets.placement_model import (CLIENT, fetch_names,
                                                        from_graph, prune)
 from nbcluster.jupyter.widgets.placement_scopes import device_chain, view_data
 
@@ -232,8 +232,3 @@ def test_run_metadata_with_graph_fills_types_and_requested_devices():
 def test_run_metadata_without_partition_graphs():
     with pytest.raises(ValueError, match="output_partition_graphs"):
         from_run_metadata(tf.RunMetadata())
-
-
-def test_format_bytes():
-    assert [format_bytes(n) for n in (None, 0, 24, 1023, 1536, 3 * 1024 ** 2)] == \
-        ["? B", "0 B", "24 B", "1023 B", "1.5 KiB", "3.0 MiB"]

@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 import pytest
+from cluster_graphs import three_task_graph
 from test_chrome_trace import check_trace
 
 import nbcluster as tf
@@ -24,16 +25,8 @@ def traced_step(cluster) -> tuple:
     Returns:
       (run_metadata, wall-clock µs before the run, after it, {tensor: nbytes}).
     """
-    graph = tf.Graph()
-    with graph.as_default():
-        with tf.device("/job:ps/task:0"):
-            w = tf.Variable(np.ones((30, 20), np.float32), name="w")
-        with tf.device("/job:worker/task:0"):
-            x = tf.placeholder(tf.float32, [None, 30], name="x")
-            y = tf.matmul(x, w, name="y")
-        with tf.device("/job:worker/task:1"):
-            total = tf.reduce_sum(y * 2.0, name="total")
-        init = tf.global_variables_initializer()
+    g = three_task_graph(np.ones((30, 20), np.float32))
+    graph, x, y, total, init = g.graph, g.x, g.y, g.total, g.init
     with tf.Session(cluster.target("worker", 0), graph=graph) as sess:
         sess.run(init)
         meta = tf.RunMetadata()

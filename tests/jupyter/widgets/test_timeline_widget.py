@@ -91,17 +91,6 @@ def test_html_fallback_reports_busy_time_and_escapes_names():
     widget.close()
 
 
-@pytest.mark.parametrize(("us", "text"), [(0, "0 µs"), (812.4, "812 µs"), (8123, "8.1 ms"),
-                                          (2_345_000, "2.35 s")])
-def test_format_us(us, text):
-    assert timeline_module.format_us(us) == text
-
-
-@pytest.mark.parametrize(("n", "text"), [(40, "40 B"), (1536, "1.5 KiB"), (3 << 20, "3.0 MiB")])
-def test_format_bytes(n, text):
-    assert timeline_module.format_bytes(n) == text
-
-
 def test_window_accepts_a_range_or_empty_and_refuses_others(probe):
     probe.window = [10.0, 200.0]
     assert probe.window == [10.0, 200.0]
