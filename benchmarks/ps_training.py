@@ -1,18 +1,20 @@
-"""Benchmark: steps/s of between-graph training of the 784 -> 128 -> 10 MLP on 1 ps + 2 workers.
+"""Benchmark: steps/s of between-graph training of the 784 -> 256 -> 10 MLP on 1 ps + 2 workers.
 
 TF1's distributed-training recipe: each worker's client runs in its own
 process (`python -m benchmarks.ps_training --worker ...`), builds its own
 graph under `replica_device_setter` (weights, biases and the global step on
 /job:ps/task:0) and runs `GradientDescentOptimizer.minimize` on synthetic
 MNIST-like batches of 128 through a session on its own worker. Each step
-moves the weights (~0.4 MiB) ps -> worker and the gradients back.
+moves the weights (~0.8 MiB) ps -> worker and the gradients back. `--hidden 128`
+gives the smaller MLP of earlier figures; 256 is the size TF 2.21 was measured
+with on this machine (260 steps/s).
 After 5 warm-up steps the workers meet at a barrier (a counter on the ps),
 then each times 200 steps. Rows: the aggregate (all steps / wall time from
 the first start to the last end) and each worker's own steps/s, with the
 final training and held-out losses; the global step is checked to equal the
 sum of all workers' steps.
 
-Run from the repository root: python -m benchmarks.ps_training
+Run from the repository root: python -m benchmarks.ps_training [--hidden N]
 """
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ def _wait_until(predicate) -> None:
         time.sleep(0.01)
 
 
-def worker(cluster_json: str, task: int) -> None:
+def worker(cluster_json: str, task: int, hidden: int) -> None:
     """One worker's client loop; prints one JSON line of its timings and losses."""
     import nbcluster as tf
     from nbcluster.examples.mlp import build_mlp
@@ -54,7 +56,8 @@ def worker(cluster_json: str, task: int) -> None:
         with tf.device(tf.train.replica_device_setter(
                 worker_device=f"/job:worker/task:{task}", cluster=cluster)):
             step = tf.train.get_or_create_global_step()
-            model = build_mlp(tf.train.GradientDescentOptimizer(LR), global_step=step)
+            model = build_mlp(tf.train.GradientDescentOptimizer(LR), global_step=step,
+                              hidden=hidden)
             ready = tf.Variable(0, trainable=False, name="bench_ready")
             done = tf.Variable(0, trainable=False, name="bench_done")
             mark_ready, mark_done = ready.assign_add(1), done.assign_add(1)
@@ -83,12 +86,13 @@ def worker(cluster_json: str, task: int) -> None:
                       "eval_loss": eval_loss, "global_step": global_step}), flush=True)
 
 
-def main() -> None:
+def main(hidden: int) -> None:
     with local_cluster({"ps": 1, "worker": WORKERS}) as cluster:
         spec = json.dumps(cluster.spec.as_dict())
         procs = [subprocess.Popen([sys.executable, "-m", "benchmarks.ps_training", "--worker",
-                                   spec, "--task", str(t)], cwd=REPO_ROOT, env=child_env(),
-                                  stdout=subprocess.PIPE, text=True)
+                                   spec, "--task", str(t), "--hidden", str(hidden)],
+                                  cwd=REPO_ROOT, env=child_env(), stdout=subprocess.PIPE,
+                                  text=True)
                  for t in range(WORKERS)]
         try:
             rows = [json.loads(p.communicate(timeout=TIMEOUT_S)[0].strip().splitlines()[-1])
@@ -104,13 +108,13 @@ def main() -> None:
     common = {"unit": "steps/s", "batch": BATCH, "steps_per_worker": STEPS,
               "server_env": "GLIBC_TUNABLES=glibc.malloc.hugetlb=1",
               "client_hugetlb": client_hugetlb()}
-    emit({"bench": "ps_training", "case": "mlp_784_128_10_ps1_worker2_aggregate",
+    emit({"bench": "ps_training", "case": f"mlp_784_{hidden}_10_ps1_worker2_aggregate",
           "value": round(WORKERS * STEPS / wall, 1), "wall_s": round(wall, 3),
           "final_eval_loss": round(max(r["eval_loss"] for r in rows), 5),
           "global_step": rows[0]["global_step"], **common})
     for r in rows:
         seconds = r["end"] - r["start"]
-        emit({"bench": "ps_training", "case": f"mlp_784_128_10_ps1_worker2_w{r['task']}",
+        emit({"bench": "ps_training", "case": f"mlp_784_{hidden}_10_ps1_worker2_w{r['task']}",
               "value": round(STEPS / seconds, 1), "mean_ms": round(seconds / STEPS * 1e3, 3),
               "final_loss": round(r["last_loss"], 5), **common})
 
@@ -119,8 +123,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--worker", metavar="CLUSTER_JSON")
     parser.add_argument("--task", type=int, default=0)
+    parser.add_argument("--hidden", type=int, default=256, help="hidden units (default 256)")
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, args.task)
+        worker(args.worker, args.task, args.hidden)
     else:
-        main()
+        main(args.hidden)

@@ -62,6 +62,15 @@ def _read_line(proc: subprocess.Popen, timeout: float) -> str:
     return box[0]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_runtime_dir(tmp_path_factory):
+    """Every Cluster writes a record of itself to the Jupyter runtime dir (the lab
+    sidebar lists them): the suite's go to a folder of its own, not the user's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path_factory.mktemp("jupyter-runtime")))
+        yield
+
+
 @pytest.fixture
 def server_factory():
     """`start(config=None) -> target`; `start.kill(target)` kills that server,

@@ -1,5 +1,6 @@
-"""Master: owns client sessions; prunes, places and partitions their graphs,
-registers the pieces on workers once per signature, and runs steps.
+"""Master: owns client sessions (create, extend, close, reset) and runs their
+steps, planning each signature once (`step_planning`: prune, place,
+partition, register the pieces on workers) and fanning out its parts.
 
 Rule: talks to workers only through `WorkerClient`s from a session's
 `SessionCluster` (the server's WorkerCache, or the session's own cluster_def
@@ -9,46 +10,27 @@ from __future__ import annotations
 
 import itertools
 import random
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Callable, Optional
 
 from nbcluster import errors
 from nbcluster.distributed.fanout import run_partitions
-from nbcluster.distributed.placement import place
-from nbcluster.distributed.partition import partition
-from nbcluster.distributed.rendezvous import task_of
 from nbcluster.distributed.session_cluster import (DEFAULT_STATUS_TIMEOUT, DeviceDirectory,
                                                    PropagatedWorkerCache, SessionCluster,
                                                    match_target, task_name)
-from nbcluster.distributed.subgraph import check_tensor, feed_nodes, fetch_node, prune
+from nbcluster.distributed.step_planning import Part, StepPlan, forget_tasks, plan_step
 from nbcluster.framework.cluster_spec import ClusterSpec
-from nbcluster.framework.device_spec import DeviceSpec
-from nbcluster.framework.node import Node, parse_input
-from nbcluster.kernels.registry import has_kernel
+from nbcluster.framework.node import Node
 from nbcluster.proto import config_pb2
 
 _POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nbcluster-master")
 
 
-@dataclass
-class _Part:
-    task: tuple
-    client: object
-    handle: str
-    feeds: list
-    fetches: list
-
-
-@dataclass
-class _Plan:
-    parts: list
-    fetch_from: list  # per fetch: None (it is fed) or the index into parts
-
-
 class MasterSession:
+    """A client's session on the master: its graph, cluster, cached plans,
+    steps in flight and the workers that hold a session for it."""
+
     def __init__(self, handle: str, config, isolate: bool, cluster: SessionCluster,
                  server_def=None) -> None:
         self.handle = handle
@@ -57,7 +39,7 @@ class MasterSession:
         self.cluster = cluster
         self.server_def = server_def  # this session's own cluster, if it has one
         self.nodes: dict[str, Node] = {}
-        self.plans: dict[tuple, _Plan] = {}
+        self.plans: dict[tuple, StepPlan] = {}
         self.lock = threading.RLock()  # planning (under it) registers workers too
         self.steps: set = set()
         self.closed: Optional[errors.OpError] = None
@@ -254,7 +236,7 @@ class Master:
             with session.lock:
                 plan = session.plans.get(signature)
                 if plan is None:
-                    plan = session.plans[signature] = self._plan(session, *signature)
+                    plan = session.plans[signature] = plan_step(session, *signature)
         options = options or config_pb2.RunOptions()
         trace = options.trace_level >= config_pb2.RunOptions.SOFTWARE_TRACE
         graphs = options.output_partition_graphs or \
@@ -268,7 +250,7 @@ class Master:
         try:
             results = self._run_parts(plan, step_id, feeds, timeout, trace, graphs)
         except errors.AbortedError:
-            self._forget_tasks(session, [p.task for p in plan.parts])
+            forget_tasks(session, [p.task for p in plan.parts])
             raise
         finally:
             with session.lock:
@@ -286,19 +268,8 @@ class Master:
                 metadata.partition_graphs.extend(r.partition_graphs)
         return values, metadata
 
-    def _forget_tasks(self, session: MasterSession, tasks: list) -> None:
-        """After a restart: drop the tasks' devices and every plan that uses them."""
-        gone = set(tasks)
-        with session.lock:
-            for task in gone:
-                session.cluster.forget(task)
-                session.workers.discard(task)
-            for signature in [s for s, p in session.plans.items()
-                              if any(part.task in gone for part in p.parts)]:
-                del session.plans[signature]
-
-    def _run_parts(self, plan: _Plan, step_id: int, feeds: dict, timeout, trace, graphs):
-        def run(part: _Part):
+    def _run_parts(self, plan: StepPlan, step_id: int, feeds: dict, timeout, trace, graphs):
+        def run(part: Part):
             return part.client.run_graph(part.handle.session, part.handle.graph, step_id,
                                          {f: feeds[f] for f in part.feeds}, part.fetches,
                                          timeout, trace, graphs)
@@ -309,124 +280,9 @@ class Master:
 
         return run_partitions(plan.parts, run, cleanup, timeout, _POOL)
 
-    # -- planning ------------------------------------------------------------
-    def _plan(self, session: MasterSession, feeds: tuple, fetches: tuple,
-              targets: tuple) -> _Plan:
-        nodes = session.nodes
-        for name in feeds + fetches:
-            check_tensor(nodes, name)
-        for name in targets:
-            if name not in nodes:
-                raise errors.NotFoundError(None, None, f"Target node '{name}' is not in the "
-                                                       f"graph")
-        fed = set(feeds)
-        needed = prune(nodes, [f for f in fetches if f not in fed], targets, fed)
-        pruned = {n: nodes[n] for n in needed}
-        placement, incarnations = self._place(session, pruned)
-        if session.config.log_device_placement:
-            for name in sorted(placement):
-                print(f"{name}: ({pruned[name].op}): {placement[name]}", file=sys.stderr)
-        placed = [n.with_changes(device=placement[n.name]) for n in pruned.values()]
-        placed += feed_nodes(placed, fed, nodes)
-        fetch_nodes = [fetch_node(f, placement[parse_input(f)[0]], nodes)
-                       for f in dict.fromkeys(fetches) if f not in fed]
-        placed += fetch_nodes
-        pieces = partition(placed, key=task_of, incarnation=lambda d: incarnations[d])
-        try:
-            return self._register(session, pieces, fetches)
-        except errors.AbortedError:
-            self._forget_tasks(session, list(pieces))
-            raise
-
-    def _place(self, session: MasterSession, pruned: dict) -> tuple:
-        """Places `pruned`, asking only the tasks it may need for their devices.
-
-        First the master's task and the tasks nodes are pinned to; if that
-        fails, or puts a node with no job/task on another task, every task the
-        session may use (so the result is the one a full device list gives).
-        """
-        cluster = session.cluster
-        every = cluster.tasks()
-        first = _pinned_tasks(pruned.values(), every, cluster.local_task)
-        for tasks in ([first, every] if first != every else [every]):
-            attrs = [d for t in tasks for d in cluster.devices(t)]
-            try:
-                placement = place(pruned, [d.name for d in attrs], cluster.local_task,
-                                  session.config.allow_soft_placement, has_kernel)
-            except errors.InvalidArgumentError:
-                if tasks is every:
-                    raise
-                continue
-            if tasks is every or not _strays(pruned, placement, cluster.local_task):
-                return placement, {d.name: d.incarnation for d in attrs}
-        raise AssertionError("unreachable")
-
-    def _register(self, session: MasterSession, pieces: dict, fetches: tuple) -> _Plan:
-        cluster = session.cluster
-        parts, where = [], {}
-        for task, part_nodes in pieces.items():
-            client = cluster.client(task)
-            if task not in session.workers:
-                client.create_worker_session(session.handle, session.isolate,
-                                             _server_def_for(session, task))
-                with session.lock:
-                    session.workers.add(task)
-            threads = session.config.inter_op_parallelism_threads
-            handle = client.register_graph(session.handle, part_nodes, threads)
-            part_feeds = sorted({n.attrs["tensor_name"] for n in part_nodes
-                                 if n.op == "_Recv" and n.attrs.get("client_terminated")})
-            part_fetches = [n.attrs["tensor_name"] for n in part_nodes
-                            if n.op == "_Send" and n.attrs.get("client_terminated")]
-            for f in part_fetches:
-                where[f] = len(parts)
-            parts.append(_Part(task, client, _Handle(session.handle, handle), part_feeds,
-                               part_fetches))
-        return _Plan(parts, [where.get(f) for f in fetches])
-
-
-def _server_def_for(session: MasterSession, task: tuple):
-    """TF's CreateWorkerSession under ClusterSpec propagation: the session's
-    cluster, with job_name/task_index naming the worker it is sent to (which
-    may have booted under another name: it renames its devices for us)."""
-    if session.server_def is None:
-        return None
-    server_def = config_pb2.ServerDef()
-    server_def.CopyFrom(session.server_def)
-    server_def.job_name, server_def.task_index = task
-    return server_def
-
 
 def _quietly(client, method: str, *args) -> None:
     try:
         getattr(client, method)(*args)
     except errors.OpError:
         pass
-
-
-def _pinned_tasks(nodes, tasks: list, local_task: tuple) -> list:
-    """The master's task and every task some node's device string points at."""
-    wanted = {local_task}
-    for node in nodes:
-        try:
-            spec = DeviceSpec.from_string(node.device)
-        except errors.InvalidArgumentError:
-            continue  # placement reports it
-        if spec.job is None and spec.task is None:
-            continue
-        wanted.update(t for t in tasks if spec.job in (None, t[0]) and spec.task in (None, t[1]))
-    return [t for t in tasks if t in wanted]
-
-
-def _strays(nodes: dict, placement: dict, local_task: tuple) -> bool:
-    """Whether a node pinned to no job/task left the master's task."""
-    for name, device in placement.items():
-        spec = DeviceSpec.from_string(nodes[name].device)
-        if spec.job is None and spec.task is None and task_of(device) != local_task:
-            return True
-    return False
-
-
-@dataclass(frozen=True)
-class _Handle:
-    session: str
-    graph: str

@@ -59,6 +59,16 @@ def unload_ipython_extension(ipython) -> None:
     magics.registry.stop_all()
 
 
+def _jupyter_server_extension_points() -> list:
+    """Where jupyter-server finds nbcluster's server extension (GET /nbcluster/clusters).
+
+    Returns:
+      [{"module": "nbcluster.jupyter.server_extension"}]: the module whose
+      `_load_jupyter_server_extension` adds the handler.
+    """
+    return [{"module": "nbcluster.jupyter.server_extension"}]
+
+
 def register_display_in_kernel() -> bool:
     """Inside a running kernel, makes a `Cluster` display as its live dashboard.
 

@@ -19,7 +19,7 @@ from typing import Optional
 from google.protobuf import json_format
 
 from nbcluster.framework.cluster_spec import ClusterSpec, parse_address
-from nbcluster.launch import table
+from nbcluster.launch import records, table
 from nbcluster.launch.errors import LaunchError
 from nbcluster.launch.launcher import (DeviceLauncher, LocalLauncher, log_tail, stop_all,
                                       task_devices)
@@ -213,6 +213,7 @@ class Cluster:
         except BaseException:
             cluster.stop()
             raise
+        records.write(cluster)  # for Jupyter's sidebar (never fatal)
         return cluster
 
     def _launch(self, timeout: float) -> None:
@@ -357,6 +358,7 @@ class Cluster:
         start_task(task, list(self._tasks.values()), self._launcher, self._status,
                    self._logdir[0], self._config)
         await_tasks([task], self._status, 60.0, raise_on_bind=True)
+        records.write(self)  # its new pid
         return f"grpc://{task.address}"
 
     def stop(self, grace: float = 5.0) -> None:
@@ -365,6 +367,7 @@ class Cluster:
             return
         self._stopped = True
         self._finalizer.detach()
+        records.remove(self)
         _shutdown(self._tasks, self._launcher, self._status, self._logdir, grace)
 
     def __enter__(self) -> "Cluster":

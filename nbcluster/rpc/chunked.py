@@ -37,7 +37,8 @@ from collections.abc import Iterable, Iterator
 from nbcluster.errors import DataLossError
 from nbcluster.rpc import wire
 from nbcluster.rpc.messages import Layout, encode_entry, split_fields
-from nbcluster.rpc.tensor_codec import empty_for, split_content, split_named
+from nbcluster.rpc.tensor_decoding import empty_for, split_named
+from nbcluster.rpc.tensor_encoding import split_content
 
 CHUNK_BYTES = 1 << 20       # PERFORMANCE.md: 1 MiB beat 256 KiB, 4 MiB and 16 MiB
 STREAM_THRESHOLD = 4 << 20  # below this, one unary message is faster

@@ -1,6 +1,6 @@
 """Messages that carry tensors: protobuf for the small fields, the tensors
-written and read by hand (`tensor_codec`), so payloads are never copied by
-protobuf. The bytes are what protobuf itself would write.
+written and read by hand (`tensor_encoding`, `tensor_decoding`), so payloads
+are never copied by protobuf. The bytes are what protobuf itself would write.
 
     [protobuf-serialized small fields][tag len (Named)TensorProto]...
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import NamedTuple, Optional
 
 from nbcluster.rpc import wire
-from nbcluster.rpc.tensor_codec import (decode_named_tensor, decode_tensor, encode_tensor,
-                                        encoded_size, named_tensor_prefix)
+from nbcluster.rpc.tensor_decoding import decode_named_tensor, decode_tensor
+from nbcluster.rpc.tensor_encoding import encode_tensor, encoded_size, named_tensor_prefix
 from nbcluster.rpc.wire import split_fields  # noqa: F401 - re-exported for peers
 
 

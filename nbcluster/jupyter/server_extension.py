@@ -1,0 +1,95 @@
+"""The jupyter-server extension: `GET <base_url>/nbcluster/clusters`, the running clusters live.
+
+Rules: a URL table plus one handler. The list comes from the cluster records
+(`nbcluster.launch.records`) and each task's GetStatus, asked concurrently with
+a short deadline in a worker thread, so a silent task never blocks the
+server's event loop. Enabled by `jupyter-config/server-config/nbcluster.json`
+(installed to etc/jupyter/jupyter_server_config.d/), which names
+`nbcluster.jupyter`; its `_jupyter_server_extension_points` points here.
+
+Answer (JSON), one entry per cluster, oldest first:
+  [{"name": "cluster-1", "owner_pid": 4242, "started": 1764496211.5,
+    "launcher": "local", "tasks": [{"job": "worker", "index": 0,
+    "address": "127.0.0.1:40123", "target": "grpc://127.0.0.1:40123",
+    "host": "127.0.0.1", "state": "up", "pid": 4250, "steps_run": 3,
+    "bytes_sent": 120, "bytes_received": 96, "last_error": ""}]}]
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import tornado.web
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import url_path_join
+
+__all__ = ["ClustersHandler", "clusters", "STATUS_DEADLINE_S"]
+
+STATUS_DEADLINE_S = 1.0  # the sidebar polls every 2 s: an answer must come well within
+
+
+def _task_view(task: dict, response) -> dict:
+    """A record's task plus what its GetStatus said ("down": no answer, or another
+    task's server now answers at that address)."""
+    view = dict(task, state="down", steps_run=0, bytes_sent=0, bytes_received=0,
+                last_error="")
+    if response is None or (response.job_name and (response.job_name, response.task_index)
+                            != (task.get("job"), task.get("index"))):
+        return view
+    view.update(state="up", pid=response.pid or task.get("pid"), steps_run=response.steps_run,
+                bytes_sent=response.bytes_sent, bytes_received=response.bytes_received,
+                last_error=response.last_error)
+    return view
+
+
+def clusters(timeout: float = STATUS_DEADLINE_S) -> list:
+    """The running clusters (their records) with each task's live state.
+
+    Blocking (GetStatus calls): the handler runs it in a thread.
+
+    Args:
+      timeout: each GetStatus call's deadline, in seconds (all asked at once).
+    Returns:
+      A list of dicts, the answer's layout (module docstring).
+    """
+    # grpc loads here, on the first request, not when the server starts
+    from nbcluster.launch import records
+    from nbcluster.launch.status import StatusClient
+    found = records.running()
+    addresses = {(i, j): task.get("address") for i, record in enumerate(found)
+                 for j, task in enumerate(record.get("tasks", [])) if task.get("address")}
+    client = StatusClient()
+    try:
+        answers = client.get_many(addresses, timeout)
+    finally:
+        client.close()
+    out = []
+    for i, record in enumerate(found):
+        tasks = [_task_view(task, answers.get((i, j)))
+                 for j, task in enumerate(record.get("tasks", []))]
+        out.append({key: record.get(key) for key in ("name", "owner_pid", "started", "launcher")}
+                   | {"tasks": tasks})
+    return out
+
+
+class ClustersHandler(APIHandler):
+    """`GET /nbcluster/clusters`: the running clusters as JSON (login required)."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.set_header("Content-Type", "application/json")
+        # finish(list) is refused by tornado (only dicts are encoded): encode it here
+        self.finish(json.dumps(await loop.run_in_executor(None, clusters)))
+
+
+def _load_jupyter_server_extension(serverapp) -> None:
+    """Adds the handler to the server (jupyter-server calls it once, at start-up).
+
+    Args:
+      serverapp: the running `jupyter_server.serverapp.ServerApp`.
+    """
+    base = serverapp.web_app.settings["base_url"]
+    route = url_path_join(base, "nbcluster", "clusters")
+    serverapp.web_app.add_handlers(".*$", [(route, ClustersHandler)])
+    serverapp.log.info("nbcluster: serving the running clusters at %s", route)

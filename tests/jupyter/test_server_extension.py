@@ -1,0 +1,163 @@
+"""The jupyter-server extension: GET /nbcluster/clusters from a real server process, and the
+installed extensions as `jupyter ... list` reports them."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from cluster_graphs import ps_matmul_step
+from nbcluster.launch import Cluster
+
+pytestmark = pytest.mark.timeout(180)
+
+TOKEN = "nbcluster-server-extension-test"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A jupyter server on 127.0.0.1 with isolated JUPYTER_* dirs: {"url", "runtime"}."""
+    home = tmp_path_factory.mktemp("server-home")
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"),
+               JUPYTER_DATA_DIR=str(home / "data"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               IPYTHONDIR=str(home / "ipython"))
+    env.pop("JUPYTER_PATH", None)
+    port, log_path = _free_port(), home / "server.log"
+    # the extension is named on the command line too, so that this test checks the
+    # handler even where the package's config file is not installed (the list test is
+    # the one that checks the installation)
+    cmd = [sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
+           f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+           "--ServerApp.allow_root=True", f"--IdentityProvider.token={TOKEN}",
+           f"--ServerApp.root_dir={home}",
+           "--ServerApp.jpserver_extensions={'nbcluster.jupyter': True}"]
+    url = f"http://127.0.0.1:{port}"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"jupyter server did not come up:\n"
+                                       f"{log_path.read_text()}") from None
+                time.sleep(0.25)
+        yield {"url": url, "runtime": home / "runtime", "log": log_path}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # our own process group only
+            proc.wait(timeout=10)
+
+
+@pytest.fixture
+def same_runtime(server, monkeypatch):
+    """This process writes its cluster records where the server reads them."""
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(server["runtime"]))
+    return server
+
+
+def _get(server, path: str = "/nbcluster/clusters", token: bool = True, timeout: float = 20):
+    headers = {"Authorization": f"token {TOKEN}"} if token else {}
+    request = urllib.request.Request(server["url"] + path, headers=headers)
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        assert response.headers["Content-Type"].startswith("application/json")
+        return json.loads(response.read())
+
+
+def test_lists_a_running_cluster_with_its_tasks_live_state(same_runtime):
+    assert _get(same_runtime) == []
+    with Cluster.local(ps=1, worker=2, name="served") as cluster:
+        ps_matmul_step(cluster.target("worker", 0))
+        [listed] = _get(same_runtime)
+        assert listed["name"] == "served" and listed["owner_pid"] == os.getpid()
+        assert listed["launcher"] == "local" and listed["started"] <= time.time()
+        tasks = {(t["job"], t["index"]): t for t in listed["tasks"]}
+        assert {key: t["state"] for key, t in tasks.items()} == {
+            ("ps", 0): "up", ("worker", 0): "up", ("worker", 1): "up"}
+        assert {key: t["pid"] for key, t in tasks.items()} == cluster.pids
+        assert {key: t["target"] for key, t in tasks.items()} == cluster.targets
+        # the same counters GetStatus gives the cluster itself; the step ran on ps:0 and worker:1
+        steps = {(s.job, s.index): s.steps_run for s in cluster.status()}
+        assert {key: t["steps_run"] for key, t in tasks.items()} == steps
+        assert steps["ps", 0] >= 1 and steps["worker", 1] >= 1
+        assert all(t["last_error"] == "" for t in tasks.values())
+
+        cluster.kill("worker", 1)
+        [listed] = _get(same_runtime)
+        states = {(t["job"], t["index"]): t["state"] for t in listed["tasks"]}
+        assert states == {("ps", 0): "up", ("worker", 0): "up", ("worker", 1): "down"}
+    assert _get(same_runtime) == []
+
+
+def test_needs_the_token(same_runtime):
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        _get(same_runtime, token=False)
+    assert raised.value.code == 403
+
+
+def test_a_silent_task_does_not_block_the_server(same_runtime):
+    """A task that accepts connections but never answers costs the request its GetStatus
+    deadline, in a worker thread: the server answers other requests meanwhile."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections queue; nothing ever reads them
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        folder = same_runtime["runtime"] / "nbcluster"
+        folder.mkdir(parents=True, exist_ok=True)
+        record = folder / f"{os.getpid()}-silent.json"
+        record.write_text(json.dumps({
+            "version": 1, "name": "silent", "owner_pid": os.getpid(), "started": 1.0,
+            "launcher": "local", "tasks": [{"job": "worker", "index": 0, "address": address,
+                                            "target": f"grpc://{address}", "pid": None}]}))
+        try:
+            answer: list = []
+            slow = threading.Thread(target=lambda: answer.append(_get(same_runtime)))
+            slow.start()
+            time.sleep(0.2)  # the clusters request is waiting on the silent task now
+            _get(same_runtime, "/api/status")
+            still_waiting = slow.is_alive()
+            slow.join(30)
+        finally:
+            record.unlink()
+    assert still_waiting, "/api/status waited for the clusters request: the loop was blocked"
+    [listed] = answer[0]
+    assert listed["name"] == "silent" and listed["tasks"][0]["state"] == "down"
+
+
+def _jupyter(*args: str) -> str:
+    exe = os.path.join(os.path.dirname(sys.executable), "jupyter")
+    done = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
+    return re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)  # colours; list -> stderr
+
+
+def test_the_installed_extensions_are_enabled():
+    """`pip install` put the prebuilt lab extension and the server config in place."""
+    labextensions = _jupyter("labextension", "list")
+    assert re.search(r"nbcluster v[\d.]+ enabled OK \(python, nbcluster\)", labextensions), \
+        labextensions
+    server_extensions = _jupyter("server", "extension", "list")
+    assert re.search(r"nbcluster\.jupyter enabled", server_extensions), server_extensions
+    assert re.search(r"nbcluster\.jupyter\s+OK", server_extensions), server_extensions
