@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 
 import numpy as np
 import pytest
@@ -24,10 +25,18 @@ def _add_one(target: str) -> float:
             return float(sess.run(y))
 
 
-def _refused(target: str) -> bool:
+def _refused(target: str, within: float = 5.0) -> bool:
+    """Whether connecting to `target` is refused, trying for up to `within` seconds (on a
+    loaded machine gRPC may close its listener a moment after stop() returns)."""
     host, port = target[len("grpc://"):].rsplit(":", 1)
-    with socket.socket() as s:
-        return s.connect_ex((host, int(port))) != 0
+    deadline = time.monotonic() + within
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex((host, int(port))) != 0:
+                return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def _error(capsys) -> str:
