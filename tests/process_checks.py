@@ -43,3 +43,20 @@ def kill_pids(pids) -> None:
 def error_lines(text: str) -> list:
     """The non-empty lines of captured stderr (the magics' one-line errors)."""
     return [line for line in text.splitlines() if line.strip()]
+
+
+def process_table() -> dict:
+    """pid -> (ppid, argv) for every process in /proc."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except (OSError, IndexError, ValueError):  # gone meanwhile, or not ours to read
+            continue
+        table[int(entry)] = (ppid, argv)
+    return table

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import urllib.request
 from pathlib import Path
 
 import nbformat
+from process_checks import process_table
 
 WAIT_KERNEL_JS = """async (path) => {
   let nb = null;
@@ -145,26 +145,9 @@ def problems(page, page_errors: list, ran_before: int | None = None) -> list:
     return found
 
 
-def _process_table() -> dict:
-    """pid -> (ppid, argv) for every process in /proc."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().decode(errors="replace").split("\0")
-        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
-            continue
-        table[int(entry)] = (ppid, argv)
-    return table
-
-
 def descendants(ancestor: int) -> set:
     """Pids of every process below `ancestor` in the process tree."""
-    table, found, frontier = _process_table(), set(), {ancestor}
+    table, found, frontier = process_table(), set(), {ancestor}
     while frontier:
         frontier = {pid for pid, (ppid, _) in table.items() if ppid in frontier} - found
         found |= frontier
@@ -185,7 +168,7 @@ def shutdown_kernel(lab: dict, path: str) -> None:
 
 def kernel_pids(lab: dict) -> set:
     """Pids of the lab server's ipykernel processes."""
-    table = _process_table()
+    table = process_table()
     return {pid for pid in descendants(lab["pid"])
             if any("ipykernel" in arg for arg in table.get(pid, (0, []))[1])}
 
@@ -197,5 +180,5 @@ def servers_of(kernels: set) -> set:
     for pid in kernels:
         below |= descendants(pid)
     flags = {f"--exit-with-parent={pid}" for pid in kernels}
-    return {pid for pid, (_, argv) in _process_table().items()
+    return {pid for pid, (_, argv) in process_table().items()
             if "nbcluster.server" in argv and (pid in below or flags & set(argv))}

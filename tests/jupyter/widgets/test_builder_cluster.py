@@ -15,27 +15,16 @@ import nbcluster as tf
 from nbcluster.jupyter.widgets import ClusterBuilder
 from nbcluster.jupyter.widgets.dashboard import ClusterDashboard
 from nbcluster.launch import LaunchError
-from process_checks import alive, kill_pids, wait_gone
+from process_checks import alive, kill_pids, process_table, wait_gone
 
 pytestmark = pytest.mark.timeout(180)
 
 
 def _server_children() -> set:
     """Pids of the `nbcluster.server` processes this test process started."""
-    found = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except OSError:
-            continue
-        if ppid == os.getpid() and b"nbcluster.server" in cmdline and alive(int(entry)):
-            found.add(int(entry))
-    return found
+    return {pid for pid, (ppid, argv) in process_table().items()
+            if ppid == os.getpid() and any("nbcluster.server" in a for a in argv)
+            and alive(pid)}
 
 
 def _environ(pid: int) -> dict:
