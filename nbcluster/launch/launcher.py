@@ -184,11 +184,16 @@ class TaskDevices:
     gpus: str = ""
 
 
-def _per_task(job: str, key: str, value, count: int) -> list:
+def per_task(what: str, value, count: int) -> list:
+    """`value` for each of `count` tasks: a list or tuple as it is, one value repeated.
+
+    Raises:
+      ValueError: a list whose length is not `count` (the message names `what`).
+    """
     if isinstance(value, (list, tuple)):
         if len(value) != count:
-            raise ValueError(f"devices of job {job!r}: {key} {list(value)!r} has "
-                             f"{len(value)} entries for {count} tasks")
+            raise ValueError(f"{what} {list(value)!r} has {len(value)} entries for {count} "
+                             f"tasks")
         return list(value)
     return [value] * count
 
@@ -234,8 +239,8 @@ def task_devices(devices: Optional[dict], jobs: dict) -> dict:
             raise ValueError(f"devices of job {job!r} must be a dict with keys 'cpus' and/or "
                              f"'gpus', not {wanted!r}")
         indices = list(jobs[job])
-        cpus = _per_task(job, "cpus", wanted.get("cpus"), len(indices))
-        gpus = _per_task(job, "gpus", wanted.get("gpus"), len(indices))
+        cpus = per_task(f"devices of job {job!r}: cpus", wanted.get("cpus"), len(indices))
+        gpus = per_task(f"devices of job {job!r}: gpus", wanted.get("gpus"), len(indices))
         for index, c, g in zip(indices, cpus, gpus):
             device = _task_device(job, index, c, g)
             if device != TaskDevices():

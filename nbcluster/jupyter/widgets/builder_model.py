@@ -14,7 +14,7 @@ from typing import Optional
 from nbcluster import errors
 from nbcluster.framework.cluster_spec import join_address, parse_address
 from nbcluster.framework.device_spec import is_valid_job_name
-from nbcluster.launch.launcher import task_devices
+from nbcluster.launch.launcher import per_task, task_devices
 
 LOCAL = "local"  # the host of a task the local launcher runs on this machine
 LAUNCHERS = ("local", "ssh")
@@ -76,15 +76,6 @@ class Design:
                          f"{', '.join(j.name for j in self.jobs) or 'none'})")
 
 
-def _per_task(what: str, value, tasks: int) -> list:
-    if isinstance(value, (list, tuple)):
-        if len(value) != tasks:
-            raise ValueError(f"{what} {list(value)!r} has {len(value)} entries for {tasks} "
-                             f"tasks")
-        return list(value)
-    return [value] * tasks
-
-
 def new_job(name: str, tasks: int = 1, hosts=None, cpus=None, gpus="") -> JobDesign:
     """A JobDesign; `hosts`, `cpus` and `gpus` are one value for every task or a list.
 
@@ -98,10 +89,10 @@ def new_job(name: str, tasks: int = 1, hosts=None, cpus=None, gpus="") -> JobDes
         raise TypeError(f"job {name!r}: the task count must be an int, not {tasks!r}")
     if tasks < 0:
         raise ValueError(f"job {name!r}: the task count must be >= 0, not {tasks}")
-    return JobDesign(name, _per_task(f"job {name!r}: hosts", LOCAL if hosts is None else hosts,
+    return JobDesign(name, per_task(f"job {name!r}: hosts", LOCAL if hosts is None else hosts,
                                      tasks),
-                     _per_task(f"job {name!r}: cpus", cpus, tasks),
-                     _per_task(f"job {name!r}: gpus", "" if gpus is None else gpus, tasks))
+                     per_task(f"job {name!r}: cpus", cpus, tasks),
+                     per_task(f"job {name!r}: gpus", "" if gpus is None else gpus, tasks))
 
 
 def job_to_add(design: Design, name: str, tasks: int = 1, hosts=None, cpus=None,

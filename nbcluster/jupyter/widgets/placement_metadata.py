@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Optional
 
 import nbcluster as tf
+from nbcluster.framework.node import parse_input
 from nbcluster.jupyter.widgets.placement_model import (
     CLIENT, FETCH_PREFIX, SEND_RECV, OpInfo, Placement, StepStatsIndex, Transfer, attr_str,
-    canonical_device, nbytes_of, shape_str, split_ref, static_dims)
+    canonical_device, nbytes_of, shape_str, static_dims)
 
 
 def from_run_metadata(run_metadata, graph: Optional["tf.Graph"] = None) -> Placement:
@@ -53,7 +54,7 @@ class _Reader:
         """(op name, device) that produced what `name` on `device` holds."""
         while (device, name) in self.recvs:
             recv = self.recvs[(device, name)]
-            name = split_ref(attr_str(recv, "tensor_name"))[0]
+            name = parse_input(attr_str(recv, "tensor_name"))[0]
             device = canonical_device(attr_str(recv, "send_device"))
         return name, device
 
@@ -76,7 +77,7 @@ class _Reader:
     def op_info(self, device: str, node) -> OpInfo:
         data, control = [], []
         for ref in node.input:
-            src, slot = split_ref(ref)
+            src, slot = parse_input(ref)
             if (device, src) in self.recvs:
                 self.consumers.setdefault((device, src), []).append(node.name)
             (control if slot < 0 else data).append(self.origin(device, src)[0])
@@ -127,7 +128,7 @@ class _Reader:
         device, name = key
         tensor = attr_str(recv, "tensor_name")
         src, src_device = self.origin(device, name)
-        slot = split_ref(tensor)[1]
+        slot = parse_input(tensor)[1]
         nbytes = self.tensor_bytes(device, name, 0)
         if nbytes is None and src_device != CLIENT:
             nbytes = self.tensor_bytes(src_device, src, slot)
@@ -142,7 +143,7 @@ class _Reader:
 
     def fetch_transfer(self, device: str, send, ops: dict) -> Transfer:
         tensor = attr_str(send, "tensor_name")
-        src, slot = split_ref(tensor)
+        src, slot = parse_input(tensor)
         src, src_device = self.origin(device, src)
         fetch = FETCH_PREFIX + tensor
         dtype, dims = self.tensor_type(src_device, src, slot)

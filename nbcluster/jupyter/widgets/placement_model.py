@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import nbcluster as tf
+from nbcluster.framework.node import parse_input
 from nbcluster.jupyter.widgets.devices import place_of
 
 CLIENT = "/job:client"     # the session's side of feeds and fetches
@@ -129,17 +130,6 @@ def from_graph(graph: "tf.Graph") -> Placement:
                            in transfers.items()])
 
 
-def split_ref(ref: str) -> tuple:
-    """An input or tensor name as (op, slot): "a:1" -> ("a", 1), "a" -> ("a", 0), "^a" -> ("a", -1).
-    """
-    if ref.startswith("^"):
-        return ref[1:], -1
-    name, sep, index = ref.rpartition(":")
-    if sep and index.isdigit():
-        return name, int(index)
-    return ref, 0
-
-
 def attr_str(node, key: str) -> str:
     """A NodeDef's string attr, decoded ("" when absent)."""
     value = node.attr[key].s if key in node.attr else b""
@@ -196,7 +186,7 @@ def fetch_names(fetches) -> list:
         elif isinstance(value, tf.Operation):
             name = value.name
         elif isinstance(value, str) and value:
-            name = split_ref(value)[0]
+            name = parse_input(value)[0]
         else:
             raise TypeError(f"fetches: expected a Tensor, Operation or name, got "
                             f"{type(item).__name__} {item!r}")
