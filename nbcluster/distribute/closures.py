@@ -101,6 +101,11 @@ class ClosureQueue:
             self._raise_error()
             return not self._queue and not self._in_flight
 
+    def outstanding(self) -> int:
+        """Closures queued or running (a progress count: read without the lock, so it
+        may be one update stale)."""
+        return len(self._queue) + self._in_flight
+
     def notify(self) -> None:
         """Wakes waiting threads (a worker came back, or the coordinator closes)."""
         with self._cv:

@@ -119,12 +119,8 @@ class ClusterCoordinator:
                       delay=_PROGRESS_DELAY_S) as progress:
             while not self._queue.wait(_PROGRESS_TICK_S):
                 retried = {"retried": self.closures_retried} if self.closures_retried else {}
-                progress.set(max(0, scheduled - self._outstanding()), **retried)
+                progress.set(max(0, scheduled - self._queue.outstanding()), **retried)
             progress.set(scheduled)
-
-    def _outstanding(self) -> int:
-        # the queue's counters read without its lock: the bar may be one tick stale
-        return len(self._queue._queue) + self._queue._in_flight
 
     def done(self) -> bool:
         """Whether every scheduled function has run; raises as `join` does."""

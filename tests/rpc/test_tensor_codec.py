@@ -7,7 +7,7 @@ import pytest
 
 from nbcluster.errors import DataLossError, InvalidArgumentError
 from nbcluster.framework import dtypes
-from nbcluster.proto import graph_pb2
+from nbcluster.proto import graph_pb2, master_pb2
 from nbcluster.rpc import tensor_decoding as decoding
 from nbcluster.rpc import tensor_encoding as encoding
 from nbcluster.rpc import wire
@@ -261,7 +261,6 @@ def test_pieces_appended_to_protobuf_fields_parse():
 
 
 def test_named_tensor_pieces_extend_a_run_step_request():
-    master_pb2 = pytest.importorskip("nbcluster.proto.master_pb2")
     head = master_pb2.RunStepRequest(session_handle="s", fetch=["y:0"]).SerializeToString()
     x = _sample(np.int64, (3,))
     data = head + _join(encoding.encode_named_tensor(2, "x:0", x))
