@@ -39,11 +39,13 @@ class ClosureQueue:
         self._error: Optional[BaseException] = None
         self._closed = False
         self.retried = 0  # closures run again (their worker failed, or a transient error)
+        self.scheduled = 0  # closures ever put: counted under the lock, so exact across threads
 
     def put(self, closure: Closure) -> None:
         with self._cv:
             self._raise_error()
             self._queue.append(closure)
+            self.scheduled += 1
             self._cv.notify_all()
 
     def get(self) -> Optional[Closure]:

@@ -60,7 +60,7 @@ class ClusterCoordinator:
         self._workers = [WorkerThread(i, target, strategy, self._queue, self._health,
                                       self._stopped)
                          for i, target in enumerate(strategy.worker_targets())]
-        self._unjoined = 0  # closures scheduled since the last join: the progress bar's total
+        self._joined = 0  # the queue's `scheduled` count at the last join
         strategy._coordinator = self
 
     strategy = property(lambda self: self._strategy)
@@ -102,7 +102,6 @@ class ClusterCoordinator:
         if self._closed:
             raise RuntimeError("The ClusterCoordinator was closed.")
         self._queue.put(closure)
-        self._unjoined += 1
         return closure.remote_value
 
     def join(self) -> None:
@@ -114,7 +113,8 @@ class ClusterCoordinator:
           OpError: the first error a scheduled function raised since the last
             join (the functions queued after it were cancelled).
         """
-        scheduled, self._unjoined = self._unjoined, 0
+        now = self._queue.scheduled
+        scheduled, self._joined = now - self._joined, now
         with Progress(scheduled, "scheduled functions", "done",
                       delay=_PROGRESS_DELAY_S) as progress:
             while not self._queue.wait(_PROGRESS_TICK_S):

@@ -29,7 +29,7 @@ import yaml
 from nbcluster import errors
 from nbcluster.framework.cluster_spec import ClusterSpec, parse_address
 from nbcluster.framework.device_spec import is_valid_job_name
-from nbcluster.launch.launcher import task_devices
+from nbcluster.launch.task_devices import task_devices
 from nbcluster.proto.config_pb2 import ConfigProto
 from nbcluster.server.options import load_cluster, load_config
 

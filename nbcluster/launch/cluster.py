@@ -21,10 +21,10 @@ from google.protobuf import json_format
 from nbcluster.framework.cluster_spec import ClusterSpec, parse_address
 from nbcluster.launch import records, table
 from nbcluster.launch.errors import LaunchError
-from nbcluster.launch.launcher import (DeviceLauncher, LocalLauncher, log_tail, stop_all,
-                                      task_devices)
+from nbcluster.launch.launcher import LocalLauncher, log_tail, stop_all
 from nbcluster.launch.startup import Task, await_tasks, spec_of, start_task, start_tasks
 from nbcluster.launch.status import StatusClient, TaskStatus, task_status
+from nbcluster.launch.task_devices import task_devices
 from nbcluster.proto import config_pb2
 
 __all__ = ["Cluster", "TaskStatus", "LaunchError"]
@@ -120,7 +120,7 @@ class Cluster:
           devices: per job, the devices of its tasks: {"worker": {"cpus": 2,
             "gpus": "0"}}; a list gives one value per task ({"gpus": ["0", "1"]}).
             "cpus" is the task's CPU device count; "gpus" its CUDA_VISIBLE_DEVICES
-            ("none": no GPU). See launcher.task_devices.
+            ("none": no GPU). See task_devices.py.
         Returns:
           A started Cluster.
         Raises:
@@ -205,8 +205,8 @@ class Cluster:
         for t in tasks:
             indices.setdefault(t.job, []).append(t.index)
         per_task = task_devices(devices, indices)  # bad devices: raised before any start
-        if per_task:
-            launcher = DeviceLauncher(launcher, per_task)
+        for t in tasks:
+            t.devices = per_task.get((t.job, t.index), t.devices)
         cluster = cls(tasks, launcher, name, config)
         try:
             cluster._launch(timeout)

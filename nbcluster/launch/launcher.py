@@ -10,21 +10,15 @@ and is spawned by `process.spawn` (see why there).
 """
 from __future__ import annotations
 
-import copy
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from typing import Optional, Protocol
-
-from google.protobuf import json_format
 
 from nbcluster.launch.errors import LaunchError
 from nbcluster.launch.process import share_blas_threads, child_env, free_ports, spawn
-from nbcluster.proto import config_pb2
 
 _LOG_TAIL_BYTES = 256 * 1024
 
@@ -52,7 +46,9 @@ class Launcher(Protocol):
 
     def free_ports(self, host: str, count: int, timeout: float) -> list: ...
 
-    def start(self, host: str, args: list, log_path: str, tasks_on_host: int) -> TaskProcess: ...
+    # env: the task's own variables (its GPU list), set over the launcher's
+    def start(self, host: str, args: list, log_path: str, tasks_on_host: int,
+              env: dict) -> TaskProcess: ...
 
     def close(self) -> None: ...
 
@@ -150,8 +146,9 @@ class LocalLauncher:
                               f"local cluster's host must be an address of this machine)") \
                 from None
 
-    def start(self, host: str, args: list, log_path: str, tasks_on_host: int) -> LocalProcess:
-        env = child_env(self.env)
+    def start(self, host: str, args: list, log_path: str, tasks_on_host: int,
+              env: dict) -> LocalProcess:
+        env = child_env({**self.env, **env})
         share_blas_threads(env, tasks_on_host)
         # The pid of this process, not "whoever is my parent when I look": a
         # task that starts slowly may find itself orphaned before it looks.
@@ -167,136 +164,6 @@ class LocalLauncher:
 
     def close(self) -> None:
         pass
-
-
-_GPU_LIST_RE = re.compile(r"\d+(,\d+)*")
-
-
-@dataclass(frozen=True)
-class TaskDevices:
-    """The devices one task offers.
-
-    cpus: its CPU devices (ConfigProto.device_count["CPU"]); None: the default, 1.
-    gpus: "0,1" sets CUDA_VISIBLE_DEVICES (the task sees those GPUs, as GPU:0,
-      GPU:1); "none": no GPU; "": not set (it sees every GPU of its host).
-    """
-    cpus: Optional[int] = None
-    gpus: str = ""
-
-
-def per_task(what: str, value, count: int) -> list:
-    """`value` for each of `count` tasks: a list or tuple as it is, one value repeated.
-
-    Raises:
-      ValueError: a list whose length is not `count` (the message names `what`).
-    """
-    if isinstance(value, (list, tuple)):
-        if len(value) != count:
-            raise ValueError(f"{what} {list(value)!r} has {len(value)} entries for {count} "
-                             f"tasks")
-        return list(value)
-    return [value] * count
-
-
-def _task_device(job: str, index: int, cpus, gpus) -> TaskDevices:
-    where = f"/job:{job}/task:{index}"
-    if cpus is not None and (not isinstance(cpus, int) or isinstance(cpus, bool) or cpus < 1):
-        raise ValueError(f"{where}: the CPU count must be a whole number >= 1, not {cpus!r}")
-    gpus = "" if gpus is None else gpus
-    if not isinstance(gpus, str):
-        raise TypeError(f"{where}: the GPU list must be a string such as '0,1', not {gpus!r}")
-    gpus = gpus.replace(" ", "")
-    if gpus not in ("", "none") and not _GPU_LIST_RE.fullmatch(gpus):
-        raise ValueError(f"{where}: bad GPU list {gpus!r}: give GPU ids such as '0,1', "
-                         f"'none' or ''")
-    return TaskDevices(cpus, gpus)
-
-
-def task_devices(devices: Optional[dict], jobs: dict) -> dict:
-    """{(job, index): TaskDevices} from `devices` = {job: {"cpus": ..., "gpus": ...}}.
-
-    Args:
-      devices: per job, "cpus" (an int, or a list with one entry per task, None
-        for "default") and "gpus" (a string, or a list of them); see TaskDevices.
-      jobs: {job: its task indices} of the cluster.
-    Returns:
-      The tasks that have a device setting.
-    Raises:
-      ValueError, TypeError: an unknown job or key, a list of the wrong length,
-        a CPU count < 1, or a malformed GPU list (each naming the value).
-    """
-    if devices is None:
-        return {}
-    if not isinstance(devices, dict):
-        raise TypeError(f"devices must map job names to {{'cpus': ..., 'gpus': ...}}, not "
-                        f"{devices!r}")
-    out = {}
-    for job, wanted in devices.items():
-        if job not in jobs:
-            raise ValueError(f"devices name job {job!r}, which the cluster does not have "
-                             f"(jobs: {', '.join(jobs)})")
-        if not isinstance(wanted, dict) or set(wanted) - {"cpus", "gpus"}:
-            raise ValueError(f"devices of job {job!r} must be a dict with keys 'cpus' and/or "
-                             f"'gpus', not {wanted!r}")
-        indices = list(jobs[job])
-        cpus = per_task(f"devices of job {job!r}: cpus", wanted.get("cpus"), len(indices))
-        gpus = per_task(f"devices of job {job!r}: gpus", wanted.get("gpus"), len(indices))
-        for index, c, g in zip(indices, cpus, gpus):
-            device = _task_device(job, index, c, g)
-            if device != TaskDevices():
-                out[(job, index)] = device
-    return out
-
-
-class DeviceLauncher:
-    """Wraps a launcher so that each task starts with its own devices (TaskDevices).
-
-    The CPU count goes into the task's `--config` (merged over the cluster's);
-    the GPU list into its CUDA_VISIBLE_DEVICES, through a copy of the wrapped
-    launcher with that variable added to its `env`, which both launchers give
-    every task they start.
-    """
-
-    def __init__(self, launcher, devices: dict) -> None:
-        if any(d.gpus for d in devices.values()) and not isinstance(
-                getattr(launcher, "env", None), dict):
-            raise TypeError(f"{type(launcher).__name__} has no `env`: it cannot give a task "
-                            f"its GPU list")
-        self.launcher, self.devices = launcher, devices
-        self.kind = launcher.kind
-
-    def free_ports(self, host: str, count: int, timeout: float) -> list:
-        return self.launcher.free_ports(host, count, timeout)
-
-    def start(self, host: str, args: list, log_path: str, tasks_on_host: int):
-        task = (args[args.index("--job") + 1], int(args[args.index("--task") + 1]))
-        device = self.devices.get(task)
-        if device is None:
-            return self.launcher.start(host, args, log_path, tasks_on_host)
-        launcher = self.launcher
-        if device.gpus:
-            launcher = copy.copy(launcher)
-            launcher.env = {**launcher.env, "CUDA_VISIBLE_DEVICES":
-                            "" if device.gpus == "none" else device.gpus}
-        return launcher.start(host, _with_config(args, device), log_path, tasks_on_host)
-
-    def close(self) -> None:
-        self.launcher.close()
-
-
-def _with_config(args: list, device: TaskDevices) -> list:
-    """`args` whose --config also sets the task's device counts."""
-    args = list(args)
-    config = config_pb2.ConfigProto()
-    if "--config" in args:
-        at = args.index("--config")
-        json_format.Parse(args.pop(at + 1), config)
-        args.pop(at)
-    if device.cpus is not None:
-        config.device_count["CPU"] = device.cpus
-    if device.gpus == "none":  # not even CuPy gets imported
-        config.device_count["GPU"] = 0
-    return args + ["--config", json_format.MessageToJson(config, indent=None)]
 
 
 def signal_name(sig: int) -> str:

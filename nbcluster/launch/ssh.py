@@ -143,9 +143,11 @@ class SSHLauncher:
             argv += ["-l", self.user]
         return argv + list(self.ssh_options) + [host]
 
-    def remote_command(self, args: list) -> str:
-        """`exec env K=V ... python ARGS`, quoted for the remote POSIX shell."""
-        words = ["exec", "env"] + [f"{k}={v}" for k, v in sorted(self.env.items())]
+    def remote_command(self, args: list, env: Optional[dict] = None) -> str:
+        """`exec env K=V ... python ARGS`, quoted for the remote POSIX shell; `env`
+        (a task's own variables) over the launcher's."""
+        env = {**self.env, **(env or {})}
+        words = ["exec", "env"] + [f"{k}={v}" for k, v in sorted(env.items())]
         return " ".join(shlex.quote(w) for w in words + [self.python] + list(args))
 
     def free_ports(self, host: str, count: int, timeout: float) -> list:
@@ -176,11 +178,12 @@ class SSHLauncher:
                               f"{done.returncode}): {_last_line(done.stderr)}")
         return [int(w) for w in words[1:]]
 
-    def start(self, host: str, args: list, log_path: str, tasks_on_host: int) -> SSHProcess:
+    def start(self, host: str, args: list, log_path: str, tasks_on_host: int,
+              env: dict) -> SSHProcess:
         """Starts `python -m nbcluster.server ARGS` on `host`; output into `log_path`."""
         del tasks_on_host  # the remote host's cores are its own business
         # $PPID is the session's sshd, unquoted so the remote shell expands it.
-        command = self.remote_command(["-m", "nbcluster.server", *args]) + \
+        command = self.remote_command(["-m", "nbcluster.server", *args], env) + \
             " --exit-with-parent=$PPID"
         argv = self.ssh_argv(host) + [command]
         if sys.platform.startswith("linux"):

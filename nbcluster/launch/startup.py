@@ -21,6 +21,7 @@ from nbcluster.framework.cluster_spec import ClusterSpec, join_address
 from nbcluster.launch.errors import LaunchError
 from nbcluster.launch.launcher import log_tail, signal_name, stop_all
 from nbcluster.launch.status import StatusClient
+from nbcluster.launch.task_devices import TaskDevices
 from nbcluster.progress import Progress
 
 BIND_FAILURE = "failed to bind"  # what the server logs when its port is taken
@@ -33,8 +34,10 @@ _PROGRESS_TICK_S = 0.1
 class Task:
     """One task of a Cluster: where it should run and what runs it."""
 
-    def __init__(self, job: str, index: int, host: str, port: int) -> None:
+    def __init__(self, job: str, index: int, host: str, port: int,
+                 devices: TaskDevices = TaskDevices()) -> None:
         self.job, self.index, self.host = job, index, host
+        self.devices = devices
         self.requested_port = port  # 0: the cluster picks one
         self.address = join_address(host, port)
         self.process = None  # a launcher's TaskProcess; None when not ours
@@ -169,15 +172,17 @@ def start_task(task: Task, tasks: list, launcher, status: StatusClient, logdir: 
 
     Args:
       logdir: the folder of the tasks' logs.
-      config: every task's default session config, as ConfigProto JSON.
+      config: every task's default session config, as ConfigProto JSON (the
+        task's own devices go over it).
     """
     task.log_path = os.path.join(logdir, f"{task.job}-{task.index}.log")
+    config = task.devices.config(config)
     args = ["--cluster", json.dumps(spec_of(tasks).as_dict()), "--job", task.job,
             "--task", str(task.index)] + (["--config", config] if config else [])
     on_host = sum(t.host == task.host for t in tasks)
     task.state = "starting"
     status.forget(task.address)  # a fresh channel, no stale backoff
-    task.process = launcher.start(task.host, args, task.log_path, on_host)
+    task.process = launcher.start(task.host, args, task.log_path, on_host, task.devices.env())
 
 
 def start_tasks(tasks: list, launcher, status: StatusClient, logdir: str,

@@ -14,7 +14,7 @@ from typing import Optional
 from nbcluster import errors
 from nbcluster.framework.cluster_spec import join_address, parse_address
 from nbcluster.framework.device_spec import is_valid_job_name
-from nbcluster.launch.launcher import per_task, task_devices
+from nbcluster.launch.task_devices import per_task, task_devices
 
 LOCAL = "local"  # the host of a task the local launcher runs on this machine
 LAUNCHERS = ("local", "ssh")

@@ -1,4 +1,4 @@
-"""Per-task devices under the builder: `Cluster.local(devices=...)` and its launcher wrapper."""
+"""Per-task devices: `Cluster.local(devices=...)`, each task's config and environment."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,11 @@ import pytest
 
 import nbcluster as tf
 from nbcluster.launch import Cluster
-from nbcluster.launch.launcher import DeviceLauncher, LocalLauncher, TaskDevices, task_devices
+from nbcluster.launch.launcher import LocalLauncher
+from nbcluster.launch.ssh import SSHLauncher
+from nbcluster.launch.startup import Task, start_task
+from nbcluster.launch.status import StatusClient
+from nbcluster.launch.task_devices import TaskDevices, task_devices
 from process_checks import wait_gone
 
 pytestmark = pytest.mark.timeout(120)
@@ -41,30 +45,36 @@ class _Recorder:
     kind = "fake"
 
     def __init__(self) -> None:
-        self.env, self.started = {"KEEP": "1"}, []
+        self.started = []
 
-    def start(self, host, args, log_path, tasks_on_host):
-        self.started.append((args, dict(self.env)))
+    def start(self, host, args, log_path, tasks_on_host, env):
+        self.started.append((args, env))
 
 
-def test_device_launcher_merges_the_task_config_and_sets_its_gpus():
-    inner = _Recorder()
-    launcher = DeviceLauncher(inner, {("worker", 1): TaskDevices(3, "none"),
-                                      ("worker", 2): TaskDevices(None, "2")})
-    base = ["--cluster", "{}", "--job", "worker", "--task"]
+def test_each_task_starts_with_its_devices_over_the_cluster_config(tmp_path):
+    launcher, status = _Recorder(), StatusClient()
+    tasks = [Task("worker", 0, "h", 1), Task("worker", 1, "h", 2, TaskDevices(3, "none")),
+             Task("worker", 2, "h", 3, TaskDevices(None, "2"))]
     config = json.dumps({"allowSoftPlacement": True, "deviceCount": {"CPU": 5}})
-    for index in range(3):
-        launcher.start("h", base + [str(index), "--config", config], "log", 1)
-    (args0, env0), (args1, env1), (args2, env2) = inner.started
-    assert args0[-1] == config and env0 == {"KEEP": "1"}  # no devices: untouched
+    for task in tasks:
+        start_task(task, tasks, launcher, status, str(tmp_path), config)
+    status.close()
+    (args0, env0), (args1, env1), (args2, env2) = launcher.started
+    assert args0[-1] == config and env0 == {}  # no devices: the cluster's config
     assert json.loads(args1[-1]) == {"allowSoftPlacement": True,
                                      "deviceCount": {"CPU": 3, "GPU": 0}}
-    assert env1 == {"KEEP": "1", "CUDA_VISIBLE_DEVICES": ""}
+    assert env1 == {"CUDA_VISIBLE_DEVICES": ""}
     assert json.loads(args2[-1])["deviceCount"] == {"CPU": 5}
-    assert env2 == {"KEEP": "1", "CUDA_VISIBLE_DEVICES": "2"} and inner.env == {"KEEP": "1"}
+    assert env2 == {"CUDA_VISIBLE_DEVICES": "2"}
     assert args1.count("--config") == 1
-    with pytest.raises(TypeError, match="has no `env`"):
-        DeviceLauncher(object(), {("ps", 0): TaskDevices(None, "0")})
+    assert TaskDevices(2).config(None) == '{"deviceCount": {"CPU": 2}}'
+
+
+def test_an_ssh_task_gets_its_own_variables_over_the_launchers():
+    launcher = SSHLauncher(env={"PYTHONPATH": "/src", "CUDA_VISIBLE_DEVICES": "0,1"})
+    command = launcher.remote_command(["-m", "nbcluster.server"], {"CUDA_VISIBLE_DEVICES": "1"})
+    assert command == "exec env CUDA_VISIBLE_DEVICES=1 PYTHONPATH=/src python3 -m nbcluster.server"
+    assert "CUDA_VISIBLE_DEVICES=0,1" in launcher.remote_command(["-V"])
 
 
 def test_devices_override_the_cluster_config_per_task():
