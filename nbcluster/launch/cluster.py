@@ -288,17 +288,22 @@ class Cluster:
         return code if self._launcher.kind == "ssh" and 0 <= code < 255 else None
 
     def status(self, timeout: float = 2.0) -> list:
-        """A TaskStatus per task, from each one's GetStatus (asked concurrently)."""
+        """A TaskStatus per task, from each one's GetStatus (asked concurrently).
+
+        A task whose process ended is "failed" (a nonzero status or a signal,
+        `kill()` included) or "stopped" (status 0); all are "stopped" after `stop()`.
+        """
         asked = {key: t.address for key, t in self._tasks.items()
                  if not self._stopped and (t.process is None or t.process.poll() is None)}
         answers = self._status.get_many(asked, timeout) if asked else {}
         out = []
         for key, t in sorted(self._tasks.items()):
             response = answers.get(key)
-            if self._stopped or t.state == "stopped":
+            code = t.process.poll() if t.process is not None else None
+            if self._stopped:
                 state = "stopped"
-            elif t.process is not None and t.process.poll() is not None:
-                state = "failed"
+            elif code is not None:  # killed by `kill()` too: a signal is a failure
+                state = "stopped" if code == 0 else "failed"
             elif response is not None:
                 state = t.state = "up"
             else:

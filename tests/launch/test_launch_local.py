@@ -96,7 +96,7 @@ def test_restart_and_kill_change_state_and_pid(clusters):
     cluster.kill("worker", 0)
     assert not alive(before[("worker", 0)])
     states = {(s.job, s.index): s.state for s in cluster.status()}
-    assert states == {("ps", 0): "up", ("worker", 0): "stopped", ("worker", 1): "up"}
+    assert states == {("ps", 0): "up", ("worker", 0): "failed", ("worker", 1): "up"}
     with pytest.raises(TimeoutError, match=r"/job:worker/task:0"):
         cluster.wait_ready(timeout=2)
     cluster.restart("worker", 0)

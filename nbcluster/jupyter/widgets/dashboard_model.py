@@ -5,9 +5,9 @@ what a poll saw (TaskStatus rows, local exit codes, whether the cluster is
 stopped) and says whether anything shown changed, so the widget sends a new
 table only then.
 
-State of a task, in order: "stopped" once its cluster is stopped; "up" or
-"starting" as its Cluster reports; otherwise "failed" when its local process
-exited with a nonzero code (a signal counts), else "down".
+State of a task: "stopped" once its cluster is stopped; else what its
+Cluster reports, except that a "down" task whose process has meanwhile
+exited with a nonzero code (a signal counts) is "failed" at once.
 """
 from __future__ import annotations
 
@@ -64,11 +64,9 @@ def derive_state(reported: str, exit_code: Optional[int], cluster_stopped: bool)
     """The dashboard's state of one task (see the module docstring)."""
     if cluster_stopped:
         return "stopped"
-    if reported in ("up", "starting"):
-        return reported
-    if exit_code is not None and exit_code != 0:
+    if reported == "down" and exit_code not in (None, 0):
         return "failed"
-    return "down"
+    return reported
 
 
 @dataclass(frozen=True)

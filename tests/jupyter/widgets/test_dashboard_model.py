@@ -46,7 +46,7 @@ def test_exit_text_names_the_signal():
 @pytest.mark.parametrize("reported, code, stopped, state", [
     ("up", None, False, "up"), ("starting", None, False, "starting"),
     ("down", None, False, "down"), ("failed", 1, False, "failed"),
-    ("stopped", -9, False, "failed"), ("failed", 0, False, "down"),
+    ("down", -9, False, "failed"), ("down", 0, False, "down"), ("stopped", 0, False, "stopped"),
     ("up", None, True, "stopped"), ("failed", 1, True, "stopped")])
 def test_derive_state(reported, code, stopped, state):
     assert derive_state(reported, code, stopped) == state
@@ -69,7 +69,7 @@ def test_a_task_goes_starting_up_down_and_up_again_with_its_new_pid():
 
 def test_a_process_that_exited_with_an_error_is_failed_and_says_how():
     model = DashboardModel("c")
-    model.update([status(), status(index=1, state="stopped", uptime=None)],
+    model.update([status(), status(index=1, state="failed", uptime=None)],
                  {("worker", 1): -9})
     assert [r.state for r in model.rows] == ["up", "failed"]
     assert model.rows[1].error == "killed by SIGKILL"
