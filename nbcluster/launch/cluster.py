@@ -16,57 +16,18 @@ import tempfile
 import weakref
 from typing import Optional
 
-from google.protobuf import json_format
-
-from nbcluster.framework.cluster_spec import ClusterSpec, parse_address
+from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.launch import records, table
+from nbcluster.launch.cluster_args import config_json, job_counts, make_launcher, spec_tasks
 from nbcluster.launch.errors import LaunchError
 from nbcluster.launch.launcher import LocalLauncher, log_tail, stop_all
 from nbcluster.launch.startup import Task, await_tasks, spec_of, start_task, start_tasks
 from nbcluster.launch.status import StatusClient, TaskStatus, task_status
 from nbcluster.launch.task_devices import task_devices
-from nbcluster.proto import config_pb2
 
 __all__ = ["Cluster", "TaskStatus", "LaunchError"]
 
 _names = itertools.count(1)
-
-
-def _job_counts(ps, worker, jobs) -> dict:
-    jobs = dict(jobs) if jobs is not None else {"ps": ps, "worker": worker}
-    for job, n in jobs.items():
-        if not isinstance(n, int) or isinstance(n, bool):
-            raise TypeError(f"The task count of job {job!r} must be an int, not {n!r}")
-        if n < 0:
-            raise ValueError(f"The task count of job {job!r} must be >= 0, not {n}")
-    jobs = {job: n for job, n in jobs.items() if n}
-    if not jobs:
-        raise ValueError("A cluster needs at least one task; every job count is 0")
-    return jobs
-
-
-def _config_json(config) -> Optional[str]:
-    if config is None:
-        return None
-    if not isinstance(config, config_pb2.ConfigProto):
-        if not hasattr(config, "SerializeToString"):
-            raise TypeError(f"config must be a ConfigProto, not {type(config).__name__}")
-        config = config_pb2.ConfigProto.FromString(config.SerializeToString())
-    return json_format.MessageToJson(config, indent=None)
-
-
-def _make_launcher(launcher, options: dict):
-    if launcher == "local":
-        return LocalLauncher(**options)
-    if launcher == "ssh":
-        from nbcluster.launch.ssh import SSHLauncher
-        return SSHLauncher(**options)
-    if isinstance(launcher, str):
-        raise ValueError(f"Unknown launcher {launcher!r}: use 'local', 'ssh' or a launcher "
-                         f"object")
-    if options:
-        raise TypeError(f"Launcher options {sorted(options)} go to the launcher object itself")
-    return launcher
 
 
 def _shutdown(tasks: dict, launcher, status: StatusClient, logdir: list, grace: float) -> None:
@@ -98,7 +59,7 @@ class Cluster:
         self.name = name or f"cluster-{next(_names)}"
         self._tasks = {(t.job, t.index): t for t in tasks}
         self._launcher = launcher  # None: connected, owns no process
-        self._config = _config_json(config)
+        self._config = config_json(config)
         self._status = StatusClient()
         self._logdir: list = []
         self._stopped = False
@@ -127,7 +88,7 @@ class Cluster:
           LaunchError: a task did not start (its log tail is quoted).
           TypeError, ValueError: bad job counts or devices.
         """
-        jobs = _job_counts(ps, worker, jobs)
+        jobs = job_counts(ps, worker, jobs)
         tasks = [Task(job, i, host, 0) for job, n in jobs.items() for i in range(n)]
         return cls._started(tasks, LocalLauncher(env=env), name, config, timeout, devices)
 
@@ -153,7 +114,7 @@ class Cluster:
         hosts = [hosts] if isinstance(hosts, str) else list(hosts)
         if not hosts or not all(isinstance(h, str) and h for h in hosts):
             raise ValueError(f"hosts must be a non-empty list of host names, not {hosts!r}")
-        jobs = _job_counts(ps, worker, jobs)
+        jobs = job_counts(ps, worker, jobs)
         slots = itertools.cycle(hosts)
         tasks = [Task(job, i, next(slots), 0) for job, n in jobs.items() for i in range(n)]
         launcher = SSHLauncher(python=python, user=user, key=key, port=port,
@@ -172,10 +133,8 @@ class Cluster:
             to the named one (env=, python=, user=, ...).
           devices: each task's devices, as for `local`.
         """
-        spec = ClusterSpec(spec)
-        tasks = [Task(job, i, *parse_address(spec.task_address(job, i)))
-                 for job in spec.jobs for i in spec.task_indices(job)]
-        return cls._started(tasks, _make_launcher(launcher, launcher_options), name, config,
+        tasks = spec_tasks(spec)
+        return cls._started(tasks, make_launcher(launcher, launcher_options), name, config,
                             timeout, devices)
 
     @classmethod
@@ -185,9 +144,7 @@ class Cluster:
         Raises:
           TimeoutError: some task did not answer GetStatus within `timeout`.
         """
-        spec = ClusterSpec(spec)
-        tasks = [Task(job, i, *parse_address(spec.task_address(job, i)))
-                 for job in spec.jobs for i in spec.task_indices(job)]
+        tasks = spec_tasks(spec)
         for task in tasks:
             task.state = "up"
         cluster = cls(tasks, None, name)
