@@ -278,6 +278,10 @@ def test_from_env_slurm_runs_the_rank_of_this_process(procs):
                                                "task": {"type": "evaluator"}})},
      "evaluator:0 is not in its cluster"),
     (["--from-env"], {"SLURM_PROCID": "0"}, "SLURM_STEP_NUM_TASKS"),
+    (["--from-env"], {"TF_CONFIG": json.dumps({"cluster": {"worker": ["127.0.0.1:0"]},
+                                               "task": {"type": "worker", "index": 0},
+                                               "rpc_layer": "grpc+verbs"})},
+     "rpc_layer 'grpc+verbs'"),
 ])
 def test_from_env_errors_are_one_line(args, env, says):
     full = child_env(env)

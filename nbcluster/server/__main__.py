@@ -127,6 +127,9 @@ def _cluster_and_task(args: argparse.Namespace) -> tuple:
             raise ValueError("--from-env takes the cluster, job and task from the "
                              "environment: drop --cluster, --job and --task")
         task = task_from_environment(os.environ)
+        if task.rpc_layer not in (None, "", "grpc"):
+            raise ValueError(f"the environment asks for rpc_layer {task.rpc_layer!r}; this "
+                             f"server speaks 'grpc' only")
         return task.cluster, task.job, task.index
     if args.cluster is None:
         raise ValueError("one of --cluster or --from-env is required")
