@@ -15,10 +15,27 @@ OPTIONS = [
     ("grpc.max_receive_message_length", MAX_MESSAGE),
     ("grpc.http2.lookahead_bytes", 256 * 1024 * 1024),
 ]
-SERVER_OPTIONS = OPTIONS + [("grpc.so_reuseport", 0)]
+# A task that hangs (stopped, deadlocked, its host frozen) keeps its TCP
+# connections open, so a call to it without a deadline would wait forever.
+# While calls are in flight a channel pings every KEEPALIVE_MS; a peer whose
+# gRPC core does not answer within KEEPALIVE_TIMEOUT_MS fails those calls
+# (UnavailableError), which the coordinator handles as a failed worker.
+# Servers must accept pings that often with no data flowing (a long step).
+KEEPALIVE_MS, KEEPALIVE_TIMEOUT_MS = 10_000, 10_000
+SERVER_OPTIONS = OPTIONS + [
+    ("grpc.so_reuseport", 0),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", KEEPALIVE_MS // 2),
+    ("grpc.http2.max_ping_strikes", 0),
+]
 # A unary-stream call (PullResponse) read in the calling thread: no hand-off
 # to the channel's polling thread per frame.
-CHANNEL_OPTIONS = OPTIONS + [(grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)]
+CHANNEL_OPTIONS = OPTIONS + [
+    (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1),
+    ("grpc.keepalive_time_ms", KEEPALIVE_MS),
+    ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+    ("grpc.http2.ping_timeout_ms", KEEPALIVE_TIMEOUT_MS),  # else a ping waits 60 s anyway
+    ("grpc.http2.max_pings_without_data", 0),  # a long call is pinged all along
+]
 # gRPC's reconnect backoff grows to two minutes by default: a task that was
 # restarted would stay unreachable through its reused channel for that long.
 # Not grpc.min_reconnect_backoff_ms: gRPC also takes it as the time a connection

@@ -28,7 +28,10 @@ def from_rpc_error(e: grpc.RpcError, target: str) -> errors.OpError:
     for key, value in (e.trailing_metadata() or ()):
         if key == _NODE_KEY:
             node = value
-    if code == grpc.StatusCode.UNAVAILABLE:
+    if code == grpc.StatusCode.UNAVAILABLE and "ping timeout" in message:
+        message = (f"{target} stopped answering (no reply to gRPC keepalive pings: the "
+                   f"task hangs or its host is unreachable): {message}")
+    elif code == grpc.StatusCode.UNAVAILABLE:
         message = f"{message} (target {target})"
     elif code == grpc.StatusCode.DEADLINE_EXCEEDED and "Deadline" in message:
         message = f"{message} waiting for {target}"

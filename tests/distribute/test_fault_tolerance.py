@@ -1,5 +1,7 @@
 """Fault tolerance with real process kills: a worker's closures run elsewhere and the
-worker is used again once back; a ps failure is an error in bounded time, never a hang."""
+worker is used again once back; a ps failure is an error in bounded time, never a hang;
+the same when a task hangs (SIGSTOP) instead of dying."""
+import signal
 import time
 
 import numpy as np
@@ -130,3 +132,39 @@ def test_a_coordinator_cannot_start_without_its_ps(strategy, ps_cluster):
     with pytest.raises(errors.UnavailableError, match="Parameter server /job:ps.*not reachable"):
         tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
     assert time.monotonic() - start < 15
+
+
+def test_a_hung_worker_s_closures_run_elsewhere(strategy, coordinator, ps_cluster):
+    """SIGSTOP: the worker's connections stay open and nothing fails by itself;
+    its keepalive pings go unanswered, which fails its calls within ~20 s."""
+    step, counter, _ = counting_step(strategy)
+    x = np.ones((8, 64), np.float32)
+    n = 200
+    values = [coordinator.schedule(step, args=(ONE_HOT, x)) for _ in range(n)]
+    wait_until(lambda: sum(v._is_ready() for v in values) >= 20, 60, "20 closures")
+    ps_cluster.kill("worker", 1, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        coordinator.join()
+        took = time.monotonic() - started
+    finally:
+        ps_cluster.kill("worker", 1, signal.SIGCONT)
+    assert [float(v.fetch()) for v in values] == [8.0 * 64] * n
+    assert coordinator.closures_retried >= 1, "no closure was stuck on the stopped worker"
+    assert n <= coordinator.fetch(counter) <= n + coordinator.closures_retried
+    assert took < 45, took
+
+
+def test_a_hung_ps_fails_join_in_bounded_time(strategy, coordinator, ps_cluster):
+    step, _, _ = counting_step(strategy)
+    x = np.ones((8, 64), np.float32)
+    values = [coordinator.schedule(step, args=(ONE_HOT, x)) for _ in range(200)]
+    wait_until(lambda: sum(v._is_ready() for v in values) >= 20, 60, "20 closures")
+    ps_cluster.kill("ps", 0, signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        with pytest.raises(errors.UnavailableError, match="Parameter server /job:ps"):
+            coordinator.join()
+        assert time.monotonic() - start < 45
+    finally:
+        ps_cluster.kill("ps", 0, signal.SIGCONT)
