@@ -38,8 +38,21 @@ from nbcluster.ops.random import (random_normal, random_uniform, set_random_seed
                                   truncated_normal)
 from nbcluster.ops.state import (Variable, assign, assign_add, assign_sub, global_variables,
                                  global_variables_initializer, initialize_all_variables,
-                                 is_variable_initialized, trainable_variables,
+                                 is_variable_initialized, local_variables,
+                                 local_variables_initializer, trainable_variables,
                                  variables_initializer)
+from nbcluster.framework.graph_keys import GraphKeys
+from nbcluster.ops.variable_scope import (AUTO_REUSE, VariableScope, get_variable,
+                                          get_variable_scope, variable_scope)
+from nbcluster.ops.init_ops import Constant as constant_initializer
+from nbcluster.ops.init_ops import GlorotNormal as glorot_normal_initializer
+from nbcluster.ops.init_ops import GlorotUniform as glorot_uniform_initializer
+from nbcluster.ops.init_ops import Ones as ones_initializer
+from nbcluster.ops.init_ops import RandomNormal as random_normal_initializer
+from nbcluster.ops.init_ops import RandomUniform as random_uniform_initializer
+from nbcluster.ops.init_ops import TruncatedNormal as truncated_normal_initializer
+from nbcluster.ops.init_ops import VarianceScaling as variance_scaling_initializer
+from nbcluster.ops.init_ops import Zeros as zeros_initializer
 from nbcluster import nn
 from nbcluster.client.session import InteractiveSession, Session
 from nbcluster.proto.config_pb2 import (ConfigProto, GPUOptions, GraphOptions,

@@ -17,7 +17,11 @@ TF1_NAMES = [
     "argmax", "equal", "FIFOQueue", "Graph", "get_default_graph", "reset_default_graph",
     "name_scope", "device", "colocate_with", "control_dependencies", "container",
     "import_graph_def", "DeviceSpec", "float16", "float32", "float64", "int32", "int64",
-    "bool", "string",
+    "bool", "string", "variable_scope", "get_variable", "get_variable_scope", "VariableScope",
+    "AUTO_REUSE", "GraphKeys", "local_variables", "local_variables_initializer",
+    "zeros_initializer", "ones_initializer", "constant_initializer",
+    "random_uniform_initializer", "random_normal_initializer", "truncated_normal_initializer",
+    "glorot_uniform_initializer", "glorot_normal_initializer", "variance_scaling_initializer",
 ]
 
 

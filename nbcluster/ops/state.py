@@ -12,6 +12,7 @@ from nbcluster.framework.tensor_shape import TensorShape, scalar
 
 GLOBAL_VARIABLES = "variables"
 TRAINABLE_VARIABLES = "trainable_variables"
+LOCAL_VARIABLES = "local_variables"  # per-task state (counters, metrics), never on a ps
 
 
 @register_op("VariableV2", stateful=True, ref_outputs=(0,))
@@ -201,6 +202,10 @@ def trainable_variables(scope: Optional[str] = None) -> list:
     return _filtered(get_default_graph().get_collection(TRAINABLE_VARIABLES), scope)
 
 
+def local_variables(scope: Optional[str] = None) -> list:
+    return _filtered(get_default_graph().get_collection(LOCAL_VARIABLES), scope)
+
+
 def _filtered(variables: list, scope: Optional[str]) -> list:
     return [v for v in variables if not scope or v.op.name.startswith(scope)]
 
@@ -219,6 +224,10 @@ def global_variables_initializer():
 
 
 initialize_all_variables = global_variables_initializer
+
+
+def local_variables_initializer():
+    return variables_initializer(local_variables())
 
 
 def is_variable_initialized(variable, name=None) -> Tensor:
