@@ -1,4 +1,5 @@
-"""The jupyter-server extension: `GET <base_url>/nbcluster/clusters`, the running clusters live.
+"""The jupyter-server extension: `GET <base_url>/nbcluster/clusters`, the running clusters
+live, and `POST <base_url>/nbcluster/clusters/<id>/stop`, which stops one (local) cluster.
 
 Rules: a URL table plus one handler. The list comes from the cluster records
 (`nbcluster.launch.records`) and each task's GetStatus, asked concurrently with
@@ -7,8 +8,8 @@ server's event loop. Enabled by `jupyter-config/server-config/nbcluster.json`
 (installed to etc/jupyter/jupyter_server_config.d/), which names
 `nbcluster.jupyter`; its `_jupyter_server_extension_points` points here.
 
-Answer (JSON), one entry per cluster, oldest first:
-  [{"name": "cluster-1", "owner_pid": 4242, "started": 1764496211.5,
+Answer (JSON), one entry per cluster, oldest first ("id" names it in the stop URL):
+  [{"id": "4242-cluster-1", "name": "cluster-1", "owner_pid": 4242, "started": 1764496211.5,
     "launcher": "local", "tasks": [{"job": "worker", "index": 0,
     "address": "127.0.0.1:40123", "target": "grpc://127.0.0.1:40123",
     "host": "127.0.0.1", "state": "up", "pid": 4250, "steps_run": 3,
@@ -18,12 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import pathlib
 
 import tornado.web
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
-__all__ = ["ClustersHandler", "clusters", "STATUS_DEADLINE_S"]
+__all__ = ["ClustersHandler", "ClusterStopHandler", "clusters", "STATUS_DEADLINE_S"]
 
 STATUS_DEADLINE_S = 1.0  # the sidebar polls every 2 s: an answer must come well within
 
@@ -67,7 +69,8 @@ def clusters(timeout: float = STATUS_DEADLINE_S) -> list:
     for i, record in enumerate(found):
         tasks = [_task_view(task, answers.get((i, j)))
                  for j, task in enumerate(record.get("tasks", []))]
-        out.append({key: record.get(key) for key in ("name", "owner_pid", "started", "launcher")}
+        out.append({"id": pathlib.Path(record["path"]).stem} |
+                   {key: record.get(key) for key in ("name", "owner_pid", "started", "launcher")}
                    | {"tasks": tasks})
     return out
 
@@ -83,6 +86,33 @@ class ClustersHandler(APIHandler):
         self.finish(json.dumps(await loop.run_in_executor(None, clusters)))
 
 
+def stop(record_id: str) -> tuple:
+    """(HTTP status, answer) for stopping the cluster whose record is `record_id`.
+
+    Blocking (waits for the tasks to end): the handler runs it in a thread.
+    """
+    from nbcluster.launch import LaunchError, record_stop
+    try:
+        record = record_stop.find(record_id)
+    except KeyError:
+        return 404, {"message": f"No running cluster {record_id!r}"}
+    try:
+        return 200, {"stopped": record_stop.stop_recorded(record)}
+    except LaunchError as e:
+        return 409, {"message": str(e)}
+
+
+class ClusterStopHandler(APIHandler):
+    """`POST /nbcluster/clusters/<id>/stop`: stops that cluster's tasks (login required)."""
+
+    @tornado.web.authenticated
+    async def post(self, record_id: str) -> None:
+        loop = asyncio.get_running_loop()
+        status, answer = await loop.run_in_executor(None, stop, record_id)
+        self.set_status(status)
+        self.finish(answer)
+
+
 def _load_jupyter_server_extension(serverapp) -> None:
     """Adds the handler to the server (jupyter-server calls it once, at start-up).
 
@@ -91,5 +121,7 @@ def _load_jupyter_server_extension(serverapp) -> None:
     """
     base = serverapp.web_app.settings["base_url"]
     route = url_path_join(base, "nbcluster", "clusters")
-    serverapp.web_app.add_handlers(".*$", [(route, ClustersHandler)])
+    serverapp.web_app.add_handlers(".*$", [
+        (route, ClustersHandler),
+        (url_path_join(route, r"([A-Za-z0-9_.-]+)", "stop"), ClusterStopHandler)])
     serverapp.log.info("nbcluster: serving the running clusters at %s", route)

@@ -25,7 +25,7 @@ import time
 import weakref
 from typing import Optional
 
-__all__ = ["directory", "record_of", "write", "remove", "running"]
+__all__ = ["alive", "directory", "record_of", "write", "remove", "running", "unlink"]
 
 VERSION = 1
 _log = logging.getLogger(__name__)
@@ -84,11 +84,12 @@ def _claim(cluster, folder: pathlib.Path) -> pathlib.Path:
             n += 1
             path = folder / f"{stem}-{n}.json"
         # removes the file when the cluster is collected or at exit, if stop() did not
-        _paths[cluster] = (path, weakref.finalize(cluster, _unlink, path))
+        _paths[cluster] = (path, weakref.finalize(cluster, unlink, path))
         return path
 
 
-def _unlink(path: pathlib.Path) -> None:
+def unlink(path: pathlib.Path) -> None:
+    """Removes the record file `path` if it is there; never raises OSError (logs it)."""
     try:
         path.unlink()
     except FileNotFoundError:
@@ -121,7 +122,7 @@ def write(cluster) -> Optional[pathlib.Path]:
                      "(the cluster runs, but Jupyter's sidebar will not list it)",
                      cluster.name, folder, e)
         if tmp is not None:
-            _unlink(pathlib.Path(tmp))
+            unlink(pathlib.Path(tmp))
         return None
 
 
@@ -137,7 +138,7 @@ def remove(cluster) -> None:
         entry[1]()  # the finalizer: unlinks now, and never again
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     """Whether process `pid` runs here (a zombie, killed but not yet reaped, does not)."""
     try:
         os.kill(pid, 0)
@@ -173,8 +174,8 @@ def running() -> list:
         if not isinstance(owner, int) or owner <= 0 or not isinstance(tasks, list) \
                 or not all(isinstance(t, dict) for t in tasks):
             continue
-        if not _alive(owner):
-            _unlink(path)
+        if not alive(owner):
+            unlink(path)
             continue
         record["path"] = str(path)
         out.append(record)

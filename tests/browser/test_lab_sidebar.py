@@ -1,11 +1,12 @@
 """The JupyterLab sidebar: a cluster a notebook starts shows up, task by task, and goes when
-the notebook stops it (prebuilt lab extension + GET /nbcluster/clusters, in real Chromium)."""
+the notebook stops it, or stops when its Stop button is clicked twice (prebuilt lab
+extension + the server extension, in real Chromium)."""
 from __future__ import annotations
 
 import pytest
 from lab_page import kernel_pids, notebook_page, problems, run_command, servers_of, \
     shutdown_kernel, write_notebook
-from process_checks import kill_pids, wait_gone
+from process_checks import alive, kill_pids, wait_gone
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (.ci/run "
                     "installs the dev extras, and Debian's chromium)")
@@ -75,6 +76,47 @@ def test_sidebar_lists_the_notebooks_cluster_until_it_stops(jupyter_lab, browser
                                        timeout=15_000)
                 assert problems(page, errors) == []
                 assert wait_gone(ours, timeout=20) == []  # stop() ended them
+            finally:
+                shots("page", page)
+        shutdown_kernel(jupyter_lab, name)
+    finally:
+        kill_pids(ours)
+
+
+def test_stop_in_the_sidebar_ends_the_cluster_after_a_second_click(jupyter_lab, browser, shots):
+    name = "sidebar_stop.ipynb"
+    write_notebook(jupyter_lab["root"] / name, [
+        "from nbcluster.launch import Cluster\n"
+        "cluster = Cluster.local(ps=1, worker=1, name='sidebar-stop')\n"
+        "sorted(cluster.pids.values())",
+        "print('states', sorted({s.state for s in cluster.status()}))",
+    ])
+    kernels_before, ours = kernel_pids(jupyter_lab), set()
+    box = "#nbcluster-sidebar .nbc-sidebar-cluster[data-name='sidebar-stop']"
+    try:
+        with notebook_page(browser, jupyter_lab, name) as (page, errors):
+            try:
+                open_sidebar(page)
+                assert run_command(page, "notebook:run-cell", 90, 0) == "done"
+                ours = servers_of(kernel_pids(jupyter_lab) - kernels_before)
+                assert len(ours) == 2, ours
+                page.locator(f"{box} .nbc-sidebar-task.nbc-state-up").nth(1).wait_for(
+                    timeout=15_000)
+                button = page.locator(f"{box} button.nbc-sidebar-stop")
+                button.click()  # the first click only asks
+                page.wait_for_selector(f"{box} button.nbc-armed:text-is('Stop all tasks?')",
+                                       timeout=5_000)
+                page.wait_for_timeout(2_500)  # a poll redraws the sidebar: still armed
+                assert page.locator(f"{box} button.nbc-armed").count() == 1
+                assert all(alive(pid) for pid in ours)
+                shots("armed", page)
+                page.locator(f"{box} button.nbc-sidebar-stop").click()
+                page.wait_for_selector(box, state="detached", timeout=20_000)
+                assert wait_gone(ours, timeout=20) == []
+                assert run_command(page, "notebook:run-cell", 60, 1) == "done"
+                page.wait_for_selector(".jp-OutputArea-output:has-text(\"states ['stopped']\")",
+                                       timeout=15_000)
+                assert problems(page, errors) == []
             finally:
                 shots("page", page)
         shutdown_kernel(jupyter_lab, name)

@@ -112,6 +112,32 @@ def test_lists_a_running_cluster_with_its_tasks_live_state(same_runtime):
     assert _get(same_runtime) == []
 
 
+def _post(server, path: str, token: bool = True, timeout: float = 30) -> tuple:
+    headers = {"Authorization": f"token {TOKEN}"} if token else {}
+    request = urllib.request.Request(server["url"] + path, data=b"", headers=headers,
+                                     method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def test_stop_ends_a_clusters_tasks_and_it_leaves_the_list(same_runtime):
+    with Cluster.local(ps=1, worker=1, name="to-stop") as cluster:
+        [listed] = _get(same_runtime)
+        assert listed["id"] == f"{os.getpid()}-to-stop"
+        assert _post(same_runtime, f"/nbcluster/clusters/{listed['id']}/stop",
+                     token=False)[0] == 403
+        status, answer = _post(same_runtime, f"/nbcluster/clusters/{listed['id']}/stop")
+        assert status == 200
+        assert sorted(answer["stopped"]) == ["/job:ps/task:0", "/job:worker/task:0"]
+        assert _get(same_runtime) == []
+        assert {s.state for s in cluster.status()} == {"stopped"}
+    status, answer = _post(same_runtime, "/nbcluster/clusters/1-nothing/stop")
+    assert status == 404 and "No running cluster '1-nothing'" in answer["message"]
+
+
 def test_needs_the_token(same_runtime):
     with pytest.raises(urllib.error.HTTPError) as raised:
         _get(same_runtime, token=False)

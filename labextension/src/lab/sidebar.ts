@@ -18,6 +18,7 @@ export interface ITaskInfo {
 
 /** One running cluster: its record and its tasks' live state. */
 export interface IClusterInfo {
+  id: string;
   name: string;
   owner_pid: number;
   started: number;
@@ -26,6 +27,7 @@ export interface IClusterInfo {
 }
 
 const POLL_MS = 2000;
+const CONFIRM_MS = 4000; // how long a first click on Stop waits for the second one
 
 // three task nodes wired together; jp-icon3 follows the light/dark theme
 const CLUSTER_SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">' +
@@ -38,6 +40,9 @@ export const clusterIcon = new LabIcon({ name: 'nbcluster:cluster', svgstr: CLUS
 export class ClusterSidebar extends Widget {
   private _timer: number | null = null;
   private _busy = false;
+  private _last: IClusterInfo[] = [];
+  private _armed: string | null = null; // the cluster whose Stop was clicked once
+  private _armedTimer: number | null = null;
   private readonly _body: HTMLElement;
   private readonly _settings = ServerConnection.makeSettings();
 
@@ -103,7 +108,47 @@ export class ClusterSidebar extends Widget {
       this._body.replaceChildren(el('div', 'nbc-sidebar-empty', 'no clusters running'));
       return;
     }
-    this._body.replaceChildren(...clusters.map(renderCluster));
+    this._last = clusters;
+    this._body.replaceChildren(...clusters.map(
+      c => renderCluster(c, c.id === this._armed, () => this.onStopClick(c))));
+  }
+
+  // Two clicks stop a cluster (one stray click must not end a training run); the
+  // armed state lives here, since every poll redraws the buttons.
+  private onStopClick(cluster: IClusterInfo): void {
+    if (this._armedTimer !== null) {
+      window.clearTimeout(this._armedTimer);
+      this._armedTimer = null;
+    }
+    if (this._armed !== cluster.id) {
+      this._armed = cluster.id;
+      this._armedTimer = window.setTimeout(() => {
+        this._armed = null;
+        this._armedTimer = null;
+        this.show_(this._last);
+      }, CONFIRM_MS);
+      this.show_(this._last);
+      return;
+    }
+    this._armed = null;
+    void this.stop(cluster);
+  }
+
+  /** Asks the server to stop `cluster`'s tasks, then redraws. */
+  async stop(cluster: IClusterInfo): Promise<void> {
+    const url = this._settings.baseUrl + `nbcluster/clusters/${encodeURIComponent(cluster.id)}/stop`;
+    try {
+      const response = await ServerConnection.makeRequest(url, { method: 'POST' }, this._settings);
+      if (!response.ok) {
+        const answer = await response.json().catch(() => ({}));
+        this.showError(`Stopping ${cluster.name}: ${answer.message ?? response.statusText}`);
+        return;
+      }
+    } catch (err) {
+      this.showError(`Stopping ${cluster.name} failed: ${err}`);
+      return;
+    }
+    await this.refresh();
   }
 }
 
@@ -114,17 +159,29 @@ function el(tag: string, className: string, text = ''): HTMLElement {
   return node;
 }
 
-function renderCluster(cluster: IClusterInfo): HTMLElement {
+function renderCluster(cluster: IClusterInfo, armed: boolean, onStop: () => void): HTMLElement {
   const box = el('div', 'nbc-sidebar-cluster');
   box.dataset.name = cluster.name;
   const title = el('div', 'nbc-sidebar-cluster-title');
   title.append(el('span', 'nbc-sidebar-cluster-name', cluster.name),
                el('span', 'nbc-sidebar-cluster-owner',
                   ` ${cluster.launcher}, owner pid ${cluster.owner_pid}`));
+  if (cluster.launcher === 'local') { // a remote task's pid is on its own host
+    title.append(stopButton(armed, onStop));
+  }
   const tasks = el('ul', 'nbc-sidebar-tasks');
   tasks.append(...cluster.tasks.map(renderTask));
   box.append(title, tasks);
   return box;
+}
+
+/** A cluster's Stop button: "Stop", or "Stop all tasks?" once armed by a first click. */
+function stopButton(armed: boolean, onClick: () => void): HTMLElement {
+  const button = el('button', `nbc-sidebar-stop jp-mod-styled${armed ? ' nbc-armed' : ''}`,
+                    armed ? 'Stop all tasks?' : 'Stop') as HTMLButtonElement;
+  button.title = 'Stop every task of this cluster';
+  button.onclick = onClick;
+  return button;
 }
 
 function renderTask(task: ITaskInfo): HTMLElement {
