@@ -29,6 +29,15 @@ from nbcluster.ops.math import (abs, add, add_n, cast, divide, equal, exp,  # no
 from nbcluster.ops.linalg import matmul
 from nbcluster.ops.slicing import (broadcast_to, invert_permutation, pad,  # noqa: A004
                                    slice, strided_slice, unstack)
+from nbcluster.ops.array import split, tile
+from nbcluster.ops.indexing import boolean_mask, gather, one_hot, unsorted_segment_sum, where
+from nbcluster.ops.logic import (is_finite, is_inf, is_nan, logical_and, logical_not,
+                                 logical_or, logical_xor)
+from nbcluster.ops.clipping import (clip_by_global_norm, clip_by_norm, clip_by_value,
+                                    global_norm)
+from nbcluster.ops.reduction import count_nonzero, reduce_all, reduce_any
+from nbcluster.ops.state import scatter_add, scatter_sub, scatter_update
+from nbcluster import math
 from nbcluster.grad import GradientTape, NotDifferentiable, gradients
 from nbcluster.grad import register_gradient as RegisterGradient
 from nbcluster.ops.reduction import (argmax, argmin, range, reduce_max,  # noqa: A004

@@ -1,7 +1,9 @@
 """tf.nn: the neural-network ops."""
 from nbcluster.ops.nn import (relu, sigmoid, softmax, softmax_cross_entropy_with_logits,
-                              softmax_cross_entropy_with_logits_v2)
+                              softmax_cross_entropy_with_logits_v2,
+                              sparse_softmax_cross_entropy_with_logits)
 from nbcluster.ops.math import tanh
 
 __all__ = ["relu", "sigmoid", "softmax", "softmax_cross_entropy_with_logits",
-           "softmax_cross_entropy_with_logits_v2", "tanh"]
+           "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
+           "tanh"]

@@ -22,6 +22,10 @@ TF1_NAMES = [
     "zeros_initializer", "ones_initializer", "constant_initializer",
     "random_uniform_initializer", "random_normal_initializer", "truncated_normal_initializer",
     "glorot_uniform_initializer", "glorot_normal_initializer", "variance_scaling_initializer",
+    "gather", "one_hot", "unsorted_segment_sum", "tile", "split", "logical_and", "logical_or",
+    "logical_not", "logical_xor", "is_nan", "is_inf", "is_finite", "where", "boolean_mask",
+    "clip_by_value", "clip_by_norm", "global_norm", "clip_by_global_norm", "reduce_all",
+    "reduce_any", "count_nonzero", "scatter_update", "scatter_add", "scatter_sub", "math",
 ]
 
 

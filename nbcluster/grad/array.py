@@ -1,4 +1,5 @@
-"""Gradient rules of the array family: identity, placeholders, joining.
+"""Gradient rules of the array family: identity, placeholders, joining, tiling
+and splitting.
 
 Rule: sources (Placeholder, Const) are NotDifferentiable; Identity passes the
 gradient through; joining ops send each input its own slice of the gradient.
@@ -6,8 +7,11 @@ gradient through; joining ops send each input its own slice of the gradient.
 from __future__ import annotations
 
 from nbcluster.grad.registry import NotDifferentiable, register_gradient
+from nbcluster.ops import array
+from nbcluster.ops import reduction
 from nbcluster.ops import shapes as shape_ops
 from nbcluster.ops import slicing
+from nbcluster.ops.fill import zeros_like
 from nbcluster.ops.shape_inference import constant_value
 
 for _type in ("Placeholder", "Const"):
@@ -52,3 +56,30 @@ def _concat_grad(op, grad):
 @register_gradient("Pack")
 def _pack_grad(op, grad):
     return slicing.unstack(grad, num=op.get_attr("N"), axis=op.get_attr("axis"))
+
+
+@register_gradient("Tile")
+def _tile_grad(op, grad):
+    # View grad as [m0, d0, m1, d1, ...] and sum over the repeat axes (the even ones).
+    x, multiples = op.inputs
+    x_shape = shape_ops.shape(x, out_type=multiples.dtype)
+    interleaved = shape_ops.reshape(
+        shape_ops.transpose(array.stack([multiples, x_shape])), [-1])
+    axes = reduction.range(0, shape_ops.size(interleaved), 2)
+    summed = reduction.reduce_sum(shape_ops.reshape(grad, interleaved), axes)
+    return [shape_ops.reshape(summed, x_shape), None]
+
+
+def _joined(op, grads, axis):
+    filled = [zeros_like(out) if g is None else g for g, out in zip(grads, op.outputs)]
+    return array.concat(filled, axis)
+
+
+@register_gradient("Split")
+def _split_grad(op, *grads):
+    return [None, _joined(op, grads, op.inputs[0])]
+
+
+@register_gradient("SplitV")
+def _split_v_grad(op, *grads):
+    return [_joined(op, grads, op.inputs[2]), None, None]

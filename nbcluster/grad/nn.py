@@ -1,4 +1,5 @@
-"""Gradient rules of the nn family: Relu, Sigmoid, Softmax, softmax cross-entropy,
+"""Gradient rules of the nn family: Relu, Sigmoid, Softmax, softmax cross-entropy
+(dense and sparse),
 and the backward ops ReluGrad, SigmoidGrad and TanhGrad themselves.
 
 Rule: where the forward op already computed what the gradient needs (the
@@ -81,3 +82,17 @@ def _xent_grad(op, grad_loss, grad_backprop):
         minus = m.negative(grad_backprop)
         g_labels = minus if g_labels is None else m.add(g_labels, minus)
     return [unbroadcast(g_logits, logits), unbroadcast(g_labels, labels)]
+
+
+@register_gradient("SparseSoftmaxCrossEntropyWithLogits")
+def _sparse_xent_grad(op, grad_loss, grad_backprop):
+    logits = op.inputs[0]
+    backprop = op.outputs[1]  # softmax(logits) - one_hot(labels), from the forward pass
+    g_logits = None
+    if grad_loss is not None:
+        g_logits = m.multiply(expand_dims(grad_loss, -1), backprop)
+    if grad_backprop is not None:  # backprop = softmax - const: softmax's own rule
+        softmax = m.exp(_log_softmax(logits))
+        extra = _softmax_backward(softmax, grad_backprop)
+        g_logits = extra if g_logits is None else m.add(g_logits, extra)
+    return [g_logits, None]

@@ -1,5 +1,5 @@
 """Gradient rules of the reduction family: Sum, Mean, Max, Min (ArgMax, ArgMin and
-Range are NotDifferentiable).
+Range are NotDifferentiable, as are the bool reductions All and Any).
 
 Rule: the incoming gradient is first given back the reduced axes as size-1
 dimensions (statically when the axes and the input rank are known, else
@@ -18,6 +18,8 @@ from nbcluster.ops.shape_inference import constant_value
 from nbcluster.ops.slicing import broadcast_to
 
 for _type in ("ArgMax", "ArgMin", "Range"):
+    NotDifferentiable(_type)
+for _type in ("All", "Any"):  # bool in, bool out
     NotDifferentiable(_type)
 
 

@@ -15,3 +15,5 @@ for _type in ("VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableIniti
               "RandomStandardNormal", "RandomUniform", "TruncatedNormal",
               "RandomUniformInt"):
     NotDifferentiable(_type)
+for _type in ("ScatterUpdate", "ScatterAdd", "ScatterSub"):
+    NotDifferentiable(_type)

@@ -6,7 +6,8 @@ from nbcluster.kernels.registry import get_kernel_factory, has_kernel, register_
 __all__ = ["get_kernel_factory", "has_kernel", "register_kernel", "load_all"]
 
 FAMILIES = ("array", "control", "fill", "io", "linalg", "math", "nn", "queue", "random",
-            "reduction", "shapes", "slicing", "state", "training")
+            "reduction", "shapes", "slicing", "state", "training",
+            "indexing", "logic")
 
 
 def load_all() -> None:

@@ -131,3 +131,72 @@ def _pack(node, device):
             raise invalid(f"axis = {axis} not in [{-limit}, {limit})", node)
         return (module_for(device, *values).stack(values, axis=axis % limit),)
     return compute
+
+
+# -- tiling and splitting ---------------------------------------------------------
+@register_kernel("Tile", "CPU", "GPU")
+def _tile(node, device):
+    def compute(ctx, x, multiples):
+        reps = host_ints(device, multiples, node, "multiples")
+        if len(reps) != x.ndim:
+            raise invalid(f"Expected multiples argument to be a vector of length {x.ndim} "
+                          f"but got length {len(reps)}", node)
+        for i, r in enumerate(reps):
+            if r < 0:
+                raise invalid(f"Expected multiples[{i}] >= 0, but got {r}", node)
+        return (module_for(device, x).tile(x, reps) if x.ndim else x.copy(),)
+    return compute
+
+
+def _split_dim(device, node, axis, rank: int) -> int:
+    (a,) = host_ints(device, axis, node, "split_dim", vector=False)
+    if not -rank <= a < rank:
+        raise invalid(f"-input rank(-{rank}) <= split_dim < input rank ({rank}), but got "
+                      f"{a}", node)
+    return a % rank
+
+
+def _cut(xp, x, a: int, sizes: list) -> tuple:
+    bounds = np.cumsum([0] + sizes)
+    lead = (slice(None),) * a
+    return tuple(x[lead + (slice(int(lo), int(hi)),)] for lo, hi in zip(bounds, bounds[1:]))
+
+
+@register_kernel("Split", "CPU", "GPU")
+def _split(node, device):
+    n = int(node.attrs["num_split"])
+
+    def compute(ctx, axis, x):
+        a = _split_dim(device, node, axis, x.ndim)
+        if x.shape[a] % n:
+            raise invalid(f"Number of ways to split should evenly divide the split "
+                          f"dimension, but got split_dim {a} (size = {x.shape[a]}) and "
+                          f"num_split {n}", node)
+        return _cut(module_for(device, x), x, a, [x.shape[a] // n] * n)
+    return compute
+
+
+@register_kernel("SplitV", "CPU", "GPU")
+def _split_v(node, device):
+    n = int(node.attrs["num_split"])
+
+    def compute(ctx, x, size_splits, axis):
+        a = _split_dim(device, node, axis, x.ndim)
+        sizes = host_ints(device, size_splits, node, "size_splits")
+        if len(sizes) != n:
+            raise invalid(f"Number of ways to split should match size_splits: num_split "
+                          f"{n} vs. {len(sizes)} sizes {shape_str(sizes)}", node)
+        unknown = [i for i, s in enumerate(sizes) if s == -1]
+        if len(unknown) > 1:
+            raise invalid(f"Only one dimension can have a value of -1. Second one found at "
+                          f"dimension {unknown[1]}", node)
+        known = sum(s for s in sizes if s != -1)
+        if unknown:
+            sizes[unknown[0]] = x.shape[a] - known
+        if any(s < 0 for s in sizes) or sum(sizes) != x.shape[a]:
+            raise invalid(f"Determined shape must either match input shape along split_dim "
+                          f"exactly if fully specified, or be less than the size of the "
+                          f"input along split_dim if not fully specified.  Got: {known} "
+                          f"(sizes {sizes}, input dimension {x.shape[a]})", node)
+        return _cut(module_for(device, x), x, a, sizes)
+    return compute

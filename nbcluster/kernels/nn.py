@@ -1,4 +1,5 @@
-"""Neural-net kernels on numpy (CPU) and cupy (GPU): Relu, Sigmoid, Softmax, cross-entropy.
+"""Neural-net kernels on numpy (CPU) and cupy (GPU): Relu, Sigmoid, Softmax, cross-entropy
+(dense and sparse).
 
 Rule: every kernel is numerically stable over the whole float range (no
 overflow in exp) and never writes to its inputs.
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nbcluster.kernels.array import invalid, shape_str
 from nbcluster.kernels.math import DEVICES, quiet
 from nbcluster.kernels.registry import register_kernel
 
@@ -97,5 +99,32 @@ def _tanh_grad(node, device):
 
     def compute(ctx, y, dy):  # d tanh = 1 - y^2
         return (xp.asarray(dy * (1 - y * y), dtype=dtype),)
+
+    return quiet(xp, compute)
+
+
+@register_kernel("SparseSoftmaxCrossEntropyWithLogits", *DEVICES)
+def _sparse_softmax_xent(node, device):
+    xp, dtype = device.xp, _dtype(node)
+
+    def compute(ctx, features, labels):
+        classes = features.shape[1]
+        if features.shape[0] != labels.shape[0]:
+            raise invalid(f"logits and labels must have the same first dimension, got "
+                          f"logits shape {shape_str(features.shape)} and labels shape "
+                          f"{shape_str(labels.shape)}", node)
+        bad = (labels < 0) | (labels >= classes)
+        if bool(bad.any()):
+            host = np.asarray(device.to_numpy(labels)).reshape(-1)
+            first = int(host[np.argmax(np.asarray(device.to_numpy(bad)))])
+            raise invalid(f"Received a label value of {first} which is outside the valid "
+                          f"range of [0, {classes}).  Label values: "
+                          f"{' '.join(str(int(v)) for v in host)}", node)
+        log_probs = _log_softmax(xp, features)
+        rows = xp.arange(labels.shape[0])
+        loss = -log_probs[rows, labels]
+        backprop = xp.exp(log_probs)
+        backprop[rows, labels] -= 1
+        return xp.asarray(loss, dtype=dtype), xp.asarray(backprop, dtype=dtype)
 
     return quiet(xp, compute)

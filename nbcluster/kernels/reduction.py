@@ -130,3 +130,23 @@ def _range(node, device):
         return (xp.arange(start, limit, delta, dtype=dtype),)
 
     return compute
+
+
+# -- logical reductions -----------------------------------------------------------------
+def _logical_reduction(op_type: str, fn_name: str) -> None:
+    # All and Any carry no attr T: the output is always bool.
+    @register_kernel(op_type, *DEVICES)
+    def factory(node, device):
+        xp = device.xp
+        fn = getattr(xp, fn_name)
+        keep = bool(node.attrs.get("keep_dims", False))
+
+        def compute(ctx, x, axis):
+            return (xp.asarray(fn(x, axis=_axes(axis, x.ndim), keepdims=keep),
+                               dtype=np.bool_),)
+
+        return compute
+
+
+_logical_reduction("All", "all")
+_logical_reduction("Any", "any")

@@ -1,7 +1,9 @@
-"""Kernels for variables: they hand out and update a VariableResource."""
+"""Kernels for variables: they hand out and update a VariableResource (whole, or
+rows of it: the scatter updates)."""
 from __future__ import annotations
 
 from nbcluster import errors
+from nbcluster.kernels.indexing import first_out_of_range, position_str, scatter_add
 from nbcluster.kernels.registry import register_kernel
 from nbcluster.runtime.resources import VariableResource
 
@@ -65,3 +67,41 @@ def _is_initialized(node, device):
     def is_initialized(ctx, ref):
         return (np.asarray(ref.initialized),)
     return is_initialized
+
+
+def _scatter(op_type: str):
+    def factory(node, device):
+        xp = device.xp
+
+        def scatter(ctx, ref, indices, updates):
+            with ref.lock:
+                current = ref.read()
+                rows = current.shape[0] if current.ndim else 0
+                bad = first_out_of_range(device, xp, indices, rows)
+                if bad is not None:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"{position_str('indices', bad[0])} = {bad[1]} is not in "
+                                    f"[0, {rows})", node_name=node.name)
+                target = tuple(indices.shape) + tuple(current.shape[1:])
+                if updates.ndim and tuple(updates.shape) != target:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Must have updates.shape = indices.shape + "
+                                    f"params.shape[1:] or updates.shape = [], got "
+                                    f"updates.shape {list(updates.shape)}, indices.shape "
+                                    f"{list(indices.shape)}, params.shape "
+                                    f"{list(current.shape)}", node_name=node.name)
+                values = xp.broadcast_to(updates, target)
+                new = current.copy()  # the old array may still be a fetched snapshot
+                if op_type == "ScatterUpdate":
+                    new[indices] = values
+                else:
+                    scatter_add(xp, new, indices, values if op_type == "ScatterAdd"
+                                else -values)
+                ref.write(new)
+            return (ref,)
+        return scatter
+    return factory
+
+
+for _type in ("ScatterUpdate", "ScatterAdd", "ScatterSub"):
+    register_kernel(_type, "CPU", "GPU")(_scatter(_type))

@@ -194,3 +194,123 @@ def index_tensor(value, name: str, graph) -> Tensor:
         raise TypeError(f"Value passed to parameter '{name}' has DataType "
                         f"{tensor.dtype.name} not in list of allowed values: int32, int64")
     return tensor
+
+
+# -- tiling and splitting -------------------------------------------------------
+@register_op("Tile")
+def _tile_shape(op):
+    x, multiples = op.inputs
+    check_rank(op, 1, 1)
+    rank = x.shape.rank
+    length = multiples.shape[0] if multiples.shape.rank == 1 else None
+    if rank is not None and length is not None and rank != length:
+        raise shape_error(op, f"Dimension must be {rank} but is {length}")
+    value = constant_value(multiples)
+    if rank is None or value is None:
+        return [(x.dtype, unknown_shape(rank if rank is not None else length))]
+    if any(int(v) < 0 for v in value):
+        raise shape_error(op, f"Expected multiples to be non-negative, got {value.tolist()}")
+    return [(x.dtype, TensorShape([None if d is None else d * int(k)
+                                   for d, k in zip(x.shape, value)]))]
+
+
+def tile(input, multiples, name: Optional[str] = None) -> Tensor:  # noqa: A002
+    """`input` repeated multiples[i] times along each dimension i (op Tile).
+
+    Raises: ValueError at build time when len(multiples) is not input's rank.
+
+    Example:
+      >>> tile(constant([[1, 2]]), [2, 3]).shape
+      TensorShape([2, 6])
+    """
+    graph = graph_of(input, multiples)
+    with graph.name_scope(name or "Tile") as scope:
+        x = convert_to_tensor(input, name="input", graph=graph)
+        m = index_tensor(multiples, "multiples", graph)
+        attrs = {"T": x.dtype, "Tmultiples": m.dtype}
+        return graph.create_op("Tile", [x, m], attrs, name=scope).outputs[0]
+
+
+def _split_axis(op, x, axis_t) -> Optional[int]:
+    value, rank = constant_value(axis_t), x.shape.rank
+    if value is None or rank is None:
+        return None
+    a = int(value.reshape(-1)[0])
+    if not -rank <= a < rank:
+        raise shape_error(op, f"Dimension {a} must be in range [{-rank}, {rank})")
+    return a % rank
+
+
+@register_op("Split")
+def _split_shape(op):
+    axis_t, x = op.inputs
+    n = op.get_attr("num_split")
+    a = _split_axis(op, x, axis_t)
+    if a is None:
+        return [(x.dtype, unknown_shape(x.shape.rank))] * n
+    dims = x.shape.dims
+    if dims[a] is not None:
+        if dims[a] % n:
+            raise shape_error(op, f"Dimension size must be evenly divisible by {n} but is "
+                                  f"{dims[a]}")
+        dims[a] //= n
+    return [(x.dtype, TensorShape(dims))] * n
+
+
+@register_op("SplitV")
+def _split_v_shape(op):
+    x, sizes_t, axis_t = op.inputs
+    n = op.get_attr("num_split")
+    a, sizes = _split_axis(op, x, axis_t), constant_value(sizes_t)
+    if a is None or sizes is None:
+        return [(x.dtype, unknown_shape(x.shape.rank))] * n
+    sizes = [int(s) for s in sizes]
+    if len(sizes) != n:
+        raise shape_error(op, f"size_splits has {len(sizes)} entries but num_split is {n}")
+    if sizes.count(-1) > 1:
+        raise shape_error(op, f"Only one dimension can have a value of -1, got {sizes}")
+    total = x.shape[a]
+    if -1 in sizes and total is not None:
+        sizes[sizes.index(-1)] = total - (sum(sizes) + 1)
+    if total is not None and (sum(sizes) != total or min(sizes, default=0) < 0):
+        raise shape_error(op, f"The specified sizes of the splits {sizes} don't sum up to "
+                              f"the size of the split dimension ({total})")
+    out = []
+    for s in sizes:
+        dims = x.shape.dims
+        dims[a] = None if s == -1 else s
+        out.append((x.dtype, TensorShape(dims)))
+    return out
+
+
+def split(value, num_or_size_splits, axis=0, num=None, name: str = "split") -> list:
+    """`value` cut along `axis` into equal parts (an int; op Split) or parts of the
+    given sizes (a list or 1-D int Tensor, one entry may be -1; op SplitV).
+
+    Args: num: the number of parts when size_splits is a Tensor of unknown length.
+    Returns: a list of Tensors.
+    Raises: ValueError when the axis length does not divide evenly, sizes do
+      not add up, or the number of parts cannot be inferred.
+
+    Example:
+      >>> [t.shape for t in split(zeros([4, 6]), [1, -1], axis=1)]
+      [TensorShape([4, 1]), TensorShape([4, 5])]
+    """
+    graph = graph_of(value, num_or_size_splits, axis)
+    with graph.name_scope(name or "split") as scope:
+        x = convert_to_tensor(value, name="value", graph=graph)
+        if isinstance(num_or_size_splits, (int, np.integer)):
+            axis_t = convert_to_tensor(axis, dtype=dtypes.int32, name="split_dim", graph=graph)
+            attrs = {"T": x.dtype, "num_split": int(num_or_size_splits)}
+            if attrs["num_split"] < 1:
+                raise ValueError(f"num_split must be >= 1, got {attrs['num_split']}")
+            return list(graph.create_op("Split", [axis_t, x], attrs, name=scope).outputs)
+        sizes = index_tensor(num_or_size_splits, "size_splits", graph)
+        if num is None:
+            if sizes.shape.rank != 1 or sizes.shape[0] is None:
+                raise ValueError(f"Cannot infer num from shape {sizes.shape}")
+            num = sizes.shape[0]
+        axis_t = convert_to_tensor(axis, dtype=dtypes.int32, name="split_dim", graph=graph)
+        attrs = {"T": x.dtype, "num_split": int(num), "Tlen": sizes.dtype}
+        return list(graph.create_op("SplitV", [x, sizes, axis_t], attrs,
+                                    name=scope).outputs)

@@ -14,10 +14,10 @@ from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import graph_of
 from nbcluster.framework.op_registry import register_op, registered_ops
 from nbcluster.framework.operation import Tensor
-from nbcluster.framework.tensor_shape import broadcast, unknown_shape
+from nbcluster.framework.tensor_shape import TensorShape, broadcast, unknown_shape
 from nbcluster.ops import math as math_ops
-from nbcluster.ops import reduction
-from nbcluster.ops.shape_inference import merge_shapes, shape_error
+from nbcluster.ops import array, reduction, shapes
+from nbcluster.ops.shape_inference import INDEX_TYPES, merge_shapes, shape_error
 from nbcluster.ops.math import FLOAT_COMPLEX, FLOATS, REAL, apply_op, check_dtype, \
     check_same_dtype, to_tensor
 
@@ -199,3 +199,73 @@ def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
             labels = graph.create_op("StopGradient", [labels], {"T": labels.dtype},
                                      name="labels_stop_gradient").outputs[0]
         return softmax_cross_entropy_with_logits_v2(labels, logits, axis=axis, name=scope)
+
+
+# -- sparse softmax cross-entropy ------------------------------------------------------
+@register_op("SparseSoftmaxCrossEntropyWithLogits")
+def _sparse_xent_shape(op):
+    """Outputs: loss [batch] and backprop [batch, classes] (= softmax - one_hot(labels))."""
+    features, labels = op.inputs
+    check_dtype(features.dtype, FLOATS, "features")
+    check_dtype(labels.dtype, INDEX_TYPES, "labels")
+    for t, rank in ((features, 2), (labels, 1)):
+        if t.shape.rank not in (None, rank):
+            raise shape_error(op, f"Shape must be rank {rank} but is rank {t.shape.rank}")
+    batch = merge_shapes(op, features.shape[:1] if features.shape.rank else unknown_shape(1),
+                         labels.shape if labels.shape.rank else unknown_shape(1))
+    classes = features.shape[1] if features.shape.rank else None
+    return [(features.dtype, batch), (features.dtype, TensorShape(batch.dims + [classes]))]
+
+
+def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
+                                             name=None) -> Tensor:
+    """-log(softmax(logits)[label]) per example, computed stably.
+
+    Args:
+      labels: int32/int64 class indices of shape logits.shape[:-1], each in
+        [0, classes). Keyword arguments only, as in TF.
+      logits: a float Tensor [..., classes]; float16 is computed in float32.
+    Returns: a Tensor of labels' shape and logits' dtype.
+    Raises: ValueError for positional arguments or ranks that do not match;
+      InvalidArgumentError at run time for a label out of range, naming it.
+
+    Example:
+      >>> sparse_softmax_cross_entropy_with_logits(
+      ...     labels=[1], logits=constant([[2., 3.]])).shape
+      TensorShape([1])
+    """
+    if _sentinel is not None or labels is None or logits is None:
+        raise ValueError("Only call `sparse_softmax_cross_entropy_with_logits` with named "
+                         "arguments (labels=..., logits=..., ...)")
+    graph = graph_of(labels, logits)
+    with graph.as_default(), graph.name_scope(
+            name or "SparseSoftmaxCrossEntropyWithLogits") as scope:
+        logits = convert_to_tensor(logits, name="logits", graph=graph)
+        labels = convert_to_tensor(labels, name="labels", graph=graph)
+        check_dtype(logits.dtype, FLOATS, "logits")
+        half = logits.dtype == dtypes.float16
+        precise = math_ops.cast(logits, dtypes.float32) if half else logits
+        l_rank, x_rank = labels.shape.rank, precise.shape.rank
+        if l_rank is not None and x_rank is not None:
+            if l_rank != x_rank - 1:
+                raise ValueError(f"Rank mismatch: Rank of labels (received {l_rank}) should "
+                                 f"equal rank of logits minus 1 (received {x_rank}).")
+            if not labels.shape.is_compatible_with(precise.shape[:-1]):
+                raise ValueError(f"Shape mismatch: The shape of labels (received "
+                                 f"{labels.shape}) should equal the shape of logits except "
+                                 f"for the last dimension (received {precise.shape}).")
+        out_name = None if half else scope
+        if x_rank == 2:
+            loss = _sparse_xent(graph, precise, labels, out_name)
+        else:  # TF reshapes to [batch, classes] and back
+            classes = shapes.shape(precise)[-1:]
+            flat = shapes.reshape(precise, array.concat([[-1], classes], 0))
+            loss = _sparse_xent(graph, flat, shapes.reshape(labels, [-1]), None)
+            loss = shapes.reshape(loss, shapes.shape(labels), name=out_name)
+        return math_ops.cast(loss, dtypes.float16, name=scope) if half else loss
+
+
+def _sparse_xent(graph, logits: Tensor, labels: Tensor, name: Optional[str]) -> Tensor:
+    attrs = {"T": logits.dtype, "Tlabels": labels.dtype}
+    return graph.create_op("SparseSoftmaxCrossEntropyWithLogits", [logits, labels], attrs,
+                           name=name or "SparseSoftmaxCrossEntropyWithLogits").outputs[0]

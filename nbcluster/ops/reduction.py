@@ -19,7 +19,8 @@ from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor, as_tensor_or_op
 from nbcluster.framework.tensor_shape import TensorShape, list_str, unknown_shape
 from nbcluster.ops.array import index_tensor
-from nbcluster.ops.math import INDEX, NUMERIC, RANGE, REAL, cast, check_dtype, to_tensor
+from nbcluster.ops.math import (INDEX, NUMERIC, RANGE, REAL, cast, check_dtype, not_equal,
+                                to_tensor)
 from nbcluster.ops.shape_inference import constant_value, shape_error
 
 
@@ -232,3 +233,62 @@ def range(start, limit=None, delta=1, dtype=None, name="range") -> Tensor:  # no
                 for v, n in zip(values, ("start", "limit", "delta"))]
         return graph.create_op("Range", args, {"Tidx": dtype},
                                name=scope).outputs[0]
+
+
+# -- logical reductions and count_nonzero -------------------------------------------
+register_op("All")(_reduction_shape((dtypes.bool,)))
+register_op("Any")(_reduction_shape((dtypes.bool,)))
+
+
+def _reduce_bool(op_type, x, axis, keepdims, name, reduction_indices, keep_dims) -> Tensor:
+    # All and Any have no attr T (their input is always bool), unlike Sum & co.
+    axis = _deprecated_alias("axis", axis, "reduction_indices", reduction_indices)
+    keep = bool(_deprecated_alias("keepdims", keepdims, "keep_dims", keep_dims))
+    graph = graph_of(x, axis)
+    with graph.as_default(), graph.name_scope(name or op_type) as scope:
+        x = convert_to_tensor(x, name="input", graph=graph)
+        axis = _all_axes(x) if axis is None else index_tensor(axis, "reduction_indices", graph)
+        attrs = {"Tidx": axis.dtype, "keep_dims": keep}
+        return graph.create_op(op_type, [x, axis], attrs, name=scope).outputs[0]
+
+
+def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None) -> Tensor:
+    """Logical AND over `axis` of a bool Tensor (op All); True over no elements.
+
+    Args: as reduce_sum's. Returns: a bool Tensor.
+    Raises: TypeError for a non-bool input; ValueError for an axis out of range.
+
+    Example:
+      >>> reduce_all(constant([[True, False], [True, True]]), axis=1).shape
+      TensorShape([2])
+    """
+    return _reduce_bool("All", input_tensor, axis, keepdims, name, reduction_indices,
+                        keep_dims)
+
+
+def reduce_any(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None) -> Tensor:
+    """Logical OR over `axis` of a bool Tensor (op Any); False over no elements."""
+    return _reduce_bool("Any", input_tensor, axis, keepdims, name, reduction_indices,
+                        keep_dims)
+
+
+def count_nonzero(input_tensor, axis=None, keepdims=None, dtype=dtypes.int64, name=None,
+                  reduction_indices=None, keep_dims=None) -> Tensor:
+    """The number of non-zero (or True) entries over `axis`, as `dtype` (default int64).
+
+    Composed as TF builds it: NotEqual to zero, Cast to int64, Sum, Cast.
+
+    Example:
+      >>> count_nonzero(constant([[0, 1], [2, 3]]), axis=1).dtype
+      tf.int64
+    """
+    graph = graph_of(input_tensor, axis)
+    with graph.as_default(), graph.name_scope(name or "count_nonzero") as scope:
+        x = convert_to_tensor(input_tensor, name="input", graph=graph)
+        zero = constant(np.zeros([], x.dtype.as_numpy_dtype), name="zeros")
+        hits = cast(not_equal(x, zero), dtypes.int64)
+        total = reduce_sum(hits, axis=axis, keepdims=keepdims,
+                           reduction_indices=reduction_indices, keep_dims=keep_dims)
+        return cast(total, dtype, name=scope)

@@ -6,7 +6,7 @@ from typing import Optional
 from nbcluster.framework import dtypes
 from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import get_default_graph, graph_of
-from nbcluster.framework.op_registry import register_op
+from nbcluster.framework.op_registry import get_op_def, register_op
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape, scalar
 
@@ -238,4 +238,57 @@ def is_variable_initialized(variable, name=None) -> Tensor:
                                name=name or "IsVariableInitialized").outputs[0]
 
 
+# -- scatter updates ------------------------------------------------------------------
+def _scatter_shape(op):
+    ref, indices, updates = op.inputs
+    if ref.value_index not in get_op_def(ref.op.type).ref_outputs:
+        raise TypeError(f"'{op.type}' Op requires that input 'ref' be a mutable tensor "
+                        f"(e.g.: a tf.Variable), got {ref.name} from a {ref.op.type}")
+    if indices.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"Value passed to parameter 'indices' has DataType "
+                        f"{indices.dtype.name} not in list of allowed values: int32, int64")
+    if ref.dtype != updates.dtype:
+        raise TypeError(f"{op.type} of {ref.dtype.name} variable with {updates.dtype.name} "
+                        f"updates in '{op.name}'")
+    if ref.shape.rank == 0:
+        raise ValueError(f"{op.type} '{op.name}': the variable must have rank >= 1, got a "
+                         f"scalar")
+    if updates.shape.rank != 0 and indices.shape.rank is not None \
+            and ref.shape.rank is not None:
+        expected = TensorShape(indices.shape.dims + ref.shape.dims[1:])
+        if not updates.shape.is_compatible_with(expected):
+            raise ValueError(f"Shapes {updates.shape} and {expected} are incompatible for "
+                             f"'{op.name}': updates must have shape indices.shape + "
+                             f"ref.shape[1:] or be a scalar")
+    return [(ref.dtype, ref.shape)]
 
+
+for _type in ("ScatterUpdate", "ScatterAdd", "ScatterSub"):
+    register_op(_type, stateful=True, ref_inputs=(0,), ref_outputs=(0,))(_scatter_shape)
+
+
+def _scatter_fn(op_type: str, locking_default: bool):
+    def fn(ref, indices, updates, use_locking=locking_default, name=None) -> Tensor:
+        ref = ref._as_graph_element() if isinstance(ref, Variable) else ref
+        graph = graph_of(ref, indices, updates)
+        with graph.as_default(), graph.colocate_with(ref.op), \
+                graph.name_scope(name or op_type) as scope:
+            idx = convert_to_tensor(indices, name="indices", graph=graph)
+            values = convert_to_tensor(updates, dtype=ref.dtype, name="updates", graph=graph)
+            attrs = {"T": ref.dtype, "Tindices": idx.dtype, "use_locking": bool(use_locking)}
+            return graph.create_op(op_type, [ref, idx, values], attrs, name=scope).outputs[0]
+    fn.__name__ = op_type
+    fn.__doc__ = (f"Writes `updates` into the rows of variable `ref` named by `indices` "
+                  f"(op {op_type}).\n\n"
+                  f"Args: ref: a Variable (or its ref tensor) of rank >= 1. indices: int32/"
+                  f"int64, each in [0, ref.shape[0]).\n  updates: indices.shape + "
+                  f"ref.shape[1:], or a scalar.\n"
+                  f"Returns: the variable's ref, updated when run.\n"
+                  f"Raises: InvalidArgumentError at run time for an index out of range, "
+                  f"naming it.\n")
+    return fn
+
+
+scatter_update = _scatter_fn("ScatterUpdate", True)
+scatter_add = _scatter_fn("ScatterAdd", False)
+scatter_sub = _scatter_fn("ScatterSub", False)

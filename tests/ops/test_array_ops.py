@@ -147,3 +147,73 @@ def test_stack_constants_partial_shapes_and_errors():
     y = tf.placeholder(tf.int32)
     with pytest.raises(tf.errors.InvalidArgumentError, match="Shapes of all inputs must match"):
         run(tf.stack([x, y]), {x: [1, 2], y: [1, 2, 3]})
+
+
+# -- Tile, Split, SplitV -------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ARRAY_DTYPES + [object])
+def test_tile_matches_numpy(dtype):
+    x = sample_any((2, 3), dtype)
+    t = tf.tile(tf.constant(x), [2, 1])
+    assert t.op.type == "Tile" and t.shape.as_list() == [4, 3]
+    np.testing.assert_array_equal(run(t), np.tile(x, [2, 1]))
+    np.testing.assert_array_equal(run(tf.tile(x, [0, 2])), np.tile(x, [0, 2]))
+
+
+def test_tile_unknown_shapes_and_errors():
+    from nbcluster import errors
+    p = tf.placeholder(tf.float32, [None, 2])
+    m = tf.placeholder(tf.int32, [2])
+    assert tf.tile(p, [3, 2]).shape.as_list() == [None, 4]
+    assert tf.tile(p, m).shape.as_list() == [None, None]
+    x = sample_any((1, 2), np.float32)
+    np.testing.assert_array_equal(run(tf.tile(p, m), {p: x, m: [2, 3]}), np.tile(x, [2, 3]))
+    with pytest.raises(ValueError, match="Dimension must be 2 but is 3"):
+        tf.tile(p, [1, 2, 3])
+    u = tf.placeholder(tf.int32, [None])
+    with pytest.raises(errors.InvalidArgumentError,
+                       match="Expected multiples argument to be a vector of length 2 but got "
+                             "length 1"):
+        run(tf.tile(p, u), {p: x, u: [2]})
+    with pytest.raises(errors.InvalidArgumentError, match=r"Expected multiples\[1\] >= 0, "
+                                                          r"but got -1"):
+        run(tf.tile(p, m), {p: x, m: [1, -1]})
+
+
+@pytest.mark.parametrize("dtype", ARRAY_DTYPES)
+def test_split_even_and_sized(dtype):
+    x = sample_any((4, 6), dtype)
+    parts = tf.split(tf.constant(x), 3, axis=1)
+    assert [p.op.type for p in parts] == ["Split"] * 3
+    assert all(p.shape.as_list() == [4, 2] for p in parts)
+    for got, want in zip(run(parts), np.split(x, 3, axis=1)):
+        np.testing.assert_array_equal(got, want)
+    sized = tf.split(tf.constant(x), [1, -1, 2], axis=-1)
+    assert sized[0].op.type == "SplitV"
+    assert [p.shape.as_list() for p in sized] == [[4, 1], [4, 3], [4, 2]]
+    for got, want in zip(run(sized), np.split(x, [1, 4], axis=1)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_split_unknown_shapes_empty_parts_and_errors():
+    from nbcluster import errors
+    p = tf.placeholder(tf.float32, [None, 5])
+    halves = tf.split(p, 2)
+    assert all(h.shape.as_list() == [None, 5] for h in halves)
+    x = sample_any((4, 5), np.float32)
+    np.testing.assert_array_equal(run(halves[1], {p: x}), x[2:])
+    sizes = tf.placeholder(tf.int32, [None])
+    parts = tf.split(p, sizes, axis=1, num=2)
+    got = run(parts, {p: x, sizes: [0, 5]})
+    assert got[0].shape == (4, 0)
+    np.testing.assert_array_equal(got[1], x)
+    with pytest.raises(ValueError, match="Cannot infer num from shape"):
+        tf.split(p, sizes, axis=1)
+    with pytest.raises(ValueError, match="evenly divisible by 2 but is 5"):
+        tf.split(p, 2, axis=1)
+    with pytest.raises(ValueError, match="don't sum up to the size of the split dimension"):
+        tf.split(p, [2, 2], axis=1)
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=r"split_dim 0 \(size = 3\) and num_split 2"):
+        run(halves, {p: x[:3]})
+    with pytest.raises(errors.InvalidArgumentError, match="Determined shape must either match"):
+        run(parts, {p: x, sizes: [1, 1]})

@@ -186,3 +186,64 @@ def test_xent_static_shapes_and_errors():
         nn.softmax_cross_entropy_with_logits_v2([[1]], tf.constant([[1]]))
     with pytest.raises(ValueError, match="named arguments"):
         nn.softmax_cross_entropy_with_logits(tf.zeros([2, 3]), tf.zeros([2, 3]))
+
+
+# -- sparse softmax cross-entropy ---------------------------------------------------------
+def np_sparse_xent(labels, logits):
+    return np_xent(np.eye(logits.shape[-1])[labels], logits)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("label_dtype", [np.int32, np.int64])
+def test_sparse_xent_matches_dense(dtype, label_dtype):
+    logits = RNG.normal(size=(4, 5)).astype(dtype)
+    labels = np.array([0, 4, 2, 2], label_dtype)
+    t = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    assert t.shape.as_list() == [4] and t.dtype == tf.as_dtype(dtype)
+    types = {op.type for op in tf.get_default_graph().get_operations()}
+    assert "SparseSoftmaxCrossEntropyWithLogits" in types
+    check(run(t), np_sparse_xent(labels, logits.astype(np.float64)).astype(dtype), dtype)
+
+
+def test_sparse_xent_op_outputs_and_stability():
+    logits = np.array([[1000.0, 0.0, -1000.0], [0.0, 0.0, 0.0]])
+    t = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[2, 1], logits=logits)
+    loss, backprop = run(list(t.op.outputs))
+    np.testing.assert_allclose(loss, [2000.0, np.log(3.0)])
+    expected = np_softmax(logits) - np.eye(3)[[2, 1]]
+    np.testing.assert_allclose(backprop, expected, atol=1e-12)
+    assert t.op.outputs[1].shape.as_list() == [2, 3]
+
+
+def test_sparse_xent_higher_rank_and_unknown_shapes():
+    logits = RNG.normal(size=(2, 3, 4))
+    labels = RNG.integers(0, 4, size=(2, 3))
+    t = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    assert t.shape.as_list() == [2, 3]
+    np.testing.assert_allclose(run(t), np_sparse_xent(labels, logits))
+    x = tf.placeholder(tf.float32, [None, 4])
+    y = tf.placeholder(tf.int64, [None])
+    u = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=x)
+    assert u.shape.as_list() == [None]
+    assert run(u, {x: np.zeros((0, 4), np.float32), y: np.zeros(0, np.int64)}).shape == (0,)
+
+
+def test_sparse_xent_errors_name_the_label():
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.placeholder(tf.int32, [None])
+    t = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=x)
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=r"Received a label value of 5 which is outside the valid range "
+                             r"of \[0, 3\)\.  Label values: 0 5 1"):
+        run(t, {x: np.zeros((3, 3), np.float32), y: [0, 5, 1]})
+    with pytest.raises(errors.InvalidArgumentError, match="label value of -1"):
+        run(t, {x: np.zeros((1, 3), np.float32), y: [-1]})
+    with pytest.raises(ValueError, match=r"Rank mismatch: Rank of labels \(received 2\) "
+                                         r"should equal rank of logits minus 1 \(received 2\)"):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[[0]], logits=[[1.0]])
+    with pytest.raises(ValueError, match="Shape mismatch"):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0, 1], logits=[[1.0, 2.0]])
+    with pytest.raises(ValueError, match="with named arguments"):
+        tf.nn.sparse_softmax_cross_entropy_with_logits([0], [[1.0]])
+    with pytest.raises(TypeError, match="'labels' has DataType float32"):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0.0], logits=[[1.0]])

@@ -128,3 +128,47 @@ def test_range():
         m.range(0, 5, 0)
     with pytest.raises(errors.InvalidArgumentError, match="Requires start <= limit"):
         run(m.range(n, 2), {n: 4})
+
+
+# -- reduce_all, reduce_any, count_nonzero -----------------------------------------------
+@pytest.mark.parametrize("fn, op_type, ref", [(tf.reduce_all, "All", np.all),
+                                              (tf.reduce_any, "Any", np.any)])
+@pytest.mark.parametrize("axis", [None, 0, -1, [0, 2], []])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_logical_reductions_match_numpy(fn, op_type, ref, axis, keepdims):
+    x = sample((2, 3, 4), np.float32) > 0
+    t = fn(tf.constant(x), axis=axis, keepdims=keepdims)
+    np_axis = tuple(axis) if isinstance(axis, list) else axis
+    expected = ref(x, axis=np_axis, keepdims=keepdims)
+    assert t.op.type == op_type and t.dtype == tf.bool
+    assert t.shape.as_list() == list(np.shape(expected))
+    got = run(t)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_logical_reductions_empty_unknown_and_errors():
+    p = tf.placeholder(tf.bool, None)
+    assert tf.reduce_all(p, 1).shape.rank is None
+    empty = np.zeros((2, 0), bool)
+    np.testing.assert_array_equal(run(tf.reduce_all(p, 1), {p: empty}), [True, True])
+    np.testing.assert_array_equal(run(tf.reduce_any(p, 1), {p: empty}), [False, False])
+    assert run(tf.reduce_any(p), {p: empty}) == np.False_
+    assert "T" not in tf.reduce_all(p).op.node_def.attr
+    with pytest.raises(TypeError, match="'input' has DataType float32"):
+        tf.reduce_any(tf.constant([1.0]))
+    with pytest.raises(ValueError, match="Invalid reduction dimension 2"):
+        tf.reduce_all(tf.constant([[True]]), 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_count_nonzero(dtype):
+    x = (sample((3, 4), np.float32) > 1).astype(dtype) * (1 if dtype == np.bool_ else 3)
+    x = x.astype(dtype)
+    t = tf.count_nonzero(tf.constant(x), axis=1)
+    assert t.dtype == tf.int64 and t.shape.as_list() == [3]
+    np.testing.assert_array_equal(run(t), np.count_nonzero(x, axis=1))
+    total = tf.count_nonzero(x, keepdims=True, dtype=tf.int32)
+    assert total.dtype == tf.int32 and total.shape.as_list() == [1, 1]
+    assert run(total)[0, 0] == np.count_nonzero(x)
+    assert tf.math.count_nonzero is tf.count_nonzero

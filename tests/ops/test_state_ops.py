@@ -242,3 +242,101 @@ def test_container_separates_state_on_one_server(server):
         s1.run(v.initializer)
         s2.run(w.initializer)
         assert s1.run(v) == 1.0 and s2.run(w) == 2.0
+
+
+# -- scatter updates -------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_scatter_update_add_sub_match_numpy(dtype):
+    start = np.arange(12, dtype=dtype).reshape(4, 3)
+    v = tf.Variable(start, name="table")
+    idx = np.array([3, 1, 3], np.int32)
+    rows = np.ones((3, 3), dtype) * np.array([[1], [2], [3]], dtype)
+    add, sub = tf.scatter_add(v, idx, rows), tf.scatter_sub(v, idx, rows)
+    update = tf.scatter_update(v, [0, 2], np.full((2, 3), 7, dtype))
+    assert add.op.type == "ScatterAdd" and add.shape.as_list() == [4, 3]
+    assert update.op.get_attr("use_locking") is True
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        expected = start.copy()
+        np.add.at(expected, idx, rows)  # repeated indices add up
+        np.testing.assert_array_equal(sess.run(add), expected)
+        np.testing.assert_array_equal(sess.run(sub), start)
+        expected = start.copy()
+        expected[[0, 2]] = 7
+        np.testing.assert_array_equal(sess.run(update), expected)
+        np.testing.assert_array_equal(sess.run(v), expected)
+
+
+def test_scatter_scalar_updates_multi_dim_indices_and_empty():
+    v = tf.Variable(np.zeros((3, 2)), name="grid")
+    idx = tf.placeholder(tf.int64, None)
+    add = tf.scatter_add(v, idx, 1.5)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        got = sess.run(add, {idx: [[0, 2], [2, 2]]})
+        np.testing.assert_array_equal(got, [[1.5, 1.5], [0, 0], [4.5, 4.5]])
+        unchanged = sess.run(add, {idx: np.zeros([0], np.int64)})
+        np.testing.assert_array_equal(unchanged, got)
+
+
+def test_scatter_errors_name_the_index():
+    from nbcluster import errors
+    v = tf.Variable(np.zeros((5, 2), np.float32), name="errs")
+    idx = tf.placeholder(tf.int32, [None])
+    upd = tf.placeholder(tf.float32, None)
+    op = tf.scatter_update(v, idx, upd)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        with pytest.raises(errors.InvalidArgumentError, match=r"indices\[1\] = 7 is not in "
+                                                              r"\[0, 5\)"):
+            sess.run(op, {idx: [0, 7], upd: np.zeros((2, 2))})
+        with pytest.raises(errors.InvalidArgumentError, match="Must have updates.shape = "
+                                                              "indices.shape"):
+            sess.run(op, {idx: [0, 1], upd: np.zeros((2, 3))})
+        np.testing.assert_array_equal(sess.run(v), np.zeros((5, 2)))
+    with pytest.raises(ValueError, match="incompatible"):
+        tf.scatter_add(v, [0, 1], np.zeros((2, 3), np.float32))
+    with pytest.raises(TypeError, match="'indices' has DataType float32"):
+        tf.scatter_add(v, tf.constant([0.0]), np.zeros((1, 2), np.float32))
+    with pytest.raises(TypeError, match="requires that input 'ref' be a mutable tensor"):
+        tf.scatter_sub(v.value(), [0], np.zeros((1, 2), np.float32))
+    with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized"):
+        w = tf.Variable(np.zeros(2), name="never_initialized")
+        with tf.Session() as sess:
+            sess.run(tf.scatter_add(w, [0], [1.0]))
+
+
+def test_scatter_on_a_ps_variable_over_grpc():
+    import socket
+
+    def free_port():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{free_port()}"],
+                                 "worker": [f"127.0.0.1:{free_port()}"]})
+    ps = tf.train.Server(spec, job_name="ps", task_index=0)
+    worker = tf.train.Server(spec, job_name="worker", task_index=0)
+    try:
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(np.zeros((4, 2), np.float32), name="ps_table")
+        with tf.device("/job:worker/task:0"):
+            idx = tf.placeholder(tf.int32, [None])
+            rows = tf.placeholder(tf.float32, [None, 2])
+            computed = rows * 2.0
+        add = tf.scatter_add(v, idx, computed)
+        update = tf.scatter_update(v, idx, rows)
+        assert add.op.device == v.op.device  # the update runs where the variable lives
+        with tf.Session(worker.target) as sess:
+            sess.run(v.initializer)
+            sess.run(add, {idx: [1, 1, 3], rows: np.ones((3, 2), np.float32)})
+            sess.run(update.op, {idx: [0], rows: [[5.0, 6.0]]})
+            np.testing.assert_array_equal(sess.run(v), [[5, 6], [4, 4], [0, 0], [2, 2]])
+            with pytest.raises(tf.errors.InvalidArgumentError, match=r"indices\[0\] = 9"):
+                sess.run(add, {idx: [9], rows: np.ones((1, 2), np.float32)})
+        with tf.Session(ps.target) as other:  # the state lives on the ps task
+            np.testing.assert_array_equal(other.run(v)[1], [4, 4])
+    finally:
+        worker.stop()
+        ps.stop()
