@@ -1,8 +1,17 @@
-"""tf.math: the math ops under their TF1 `tf.math.` names (a subset, growing)."""
+"""tf.math: the math ops under their TF1 `tf.math.` names (a subset of TF's, growing)."""
 from nbcluster.ops.indexing import unsorted_segment_sum
 from nbcluster.ops.logic import (is_finite, is_inf, is_nan, logical_and, logical_not,
                                  logical_or, logical_xor)
-from nbcluster.ops.reduction import count_nonzero, reduce_all, reduce_any
+from nbcluster.ops.math import (abs, add, add_n, divide, equal, exp,  # noqa: A004
+                                greater, greater_equal, less, less_equal, log, maximum,
+                                minimum, multiply, negative, not_equal, pow, sign, sqrt,
+                                square, subtract, tanh)
+from nbcluster.ops.reduction import (argmax, argmin, count_nonzero, reduce_all, reduce_any,
+                                     reduce_max, reduce_mean, reduce_min, reduce_sum)
 
-__all__ = ["count_nonzero", "is_finite", "is_inf", "is_nan", "logical_and", "logical_not",
-           "logical_or", "logical_xor", "reduce_all", "reduce_any", "unsorted_segment_sum"]
+__all__ = ["abs", "add", "add_n", "argmax", "argmin", "count_nonzero", "divide", "equal",
+           "exp", "greater", "greater_equal", "is_finite", "is_inf", "is_nan", "less",
+           "less_equal", "log", "logical_and", "logical_not", "logical_or", "logical_xor",
+           "maximum", "minimum", "multiply", "negative", "not_equal", "pow", "reduce_all",
+           "reduce_any", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "sign",
+           "sqrt", "square", "subtract", "tanh", "unsorted_segment_sum"]

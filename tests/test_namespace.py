@@ -69,3 +69,8 @@ def test_lazy_names_resolve():
         "ParameterServerStrategy"
     with pytest.raises(AttributeError, match="no_such_name"):
         tf.no_such_name  # noqa: B018
+
+
+def test_tf_math_holds_the_same_functions_as_the_top_level():
+    for name in tf.math.__all__:
+        assert getattr(tf.math, name) is getattr(tf, name), name

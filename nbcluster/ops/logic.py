@@ -12,7 +12,7 @@ from typing import Optional
 from nbcluster.framework import dtypes
 from nbcluster.framework.graph import graph_of
 from nbcluster.framework.op_registry import register_op
-from nbcluster.framework.operation import Tensor
+from nbcluster.framework.operation import Tensor, register_operator
 from nbcluster.framework.tensor_shape import broadcast
 from nbcluster.ops.math import FLOATS, apply_op, check_dtype, to_tensor
 
@@ -102,3 +102,10 @@ def is_inf(x, name=None) -> Tensor:
 def is_finite(x, name=None) -> Tensor:
     """Whether each element of `x` is neither inf nor NaN (op IsFinite); see is_nan."""
     return apply_op("IsFinite", [x], ("x",), name).outputs[0]
+
+
+# TF1's bool operators: & | ^ on bool Tensors are the logical ops, ~ is logical_not
+for _name, _fn in (("and", logical_and), ("or", logical_or), ("xor", logical_xor)):
+    register_operator(f"__{_name}__", _fn)
+    register_operator(f"__r{_name}__", lambda y, x, _fn=_fn: _fn(x, y))
+register_operator("__invert__", logical_not)

@@ -84,3 +84,17 @@ def test_float_class_ops_reject_ints_and_keep_unknown_shapes():
                                      "IsInf", "IsFinite"])
 def test_not_differentiable(op_type):
     assert registry.is_declared(op_type) and registry.get_gradient_rule(op_type) is None
+
+
+def test_bool_operators_are_the_logical_ops():
+    a = tf.constant([True, True, False, False])
+    b = tf.constant([True, False, True, False])
+    with tf.Session() as sess:
+        got = sess.run({"and": a & b, "or": a | b, "xor": a ^ b, "not": ~a,
+                        "rand": [True, False, True, False] & a})
+    assert got["and"].tolist() == [True, False, False, False]
+    assert got["or"].tolist() == [True, True, True, False]
+    assert got["xor"].tolist() == [False, True, True, False]
+    assert got["not"].tolist() == [False, False, True, True]
+    assert got["rand"].tolist() == [True, False, False, False]
+    assert (a & b).op.type == "LogicalAnd" and (~a).op.type == "LogicalNot"
