@@ -1,5 +1,12 @@
 """tf.train: cluster description, the server, optimizers, the global step and device setters, savers."""
 from nbcluster.framework.cluster_spec import ClusterSpec
+from nbcluster.monitored import (CheckpointSaverHook, ChiefSessionCreator, LoggingTensorHook,
+                                 MonitoredSession, MonitoredTrainingSession,
+                                 NanLossDuringTrainingError, NanTensorHook, Scaffold,
+                                 SecondOrStepTimer, SessionCreator, SessionRunArgs,
+                                 SessionRunContext, SessionRunHook, SessionRunValues,
+                                 SingularMonitoredSession, StepCounterHook, StopAtStepHook,
+                                 WorkerSessionCreator)
 from nbcluster.proto.config_pb2 import ClusterDef, JobDef, ServerDef
 from nbcluster.server import Server
 from nbcluster.training.adagrad import AdagradOptimizer
@@ -19,4 +26,10 @@ __all__ = ["AdagradOptimizer", "AdamOptimizer", "ClusterDef", "ClusterSpec",
            "MomentumOptimizer", "Optimizer", "Saver", "Server", "ServerDef", "byte_size_load_fn", "checkpoint_exists",
            "create_global_step", "get_global_step", "get_or_create_global_step",
            "get_checkpoint_state", "global_step", "latest_checkpoint", "replica_device_setter",
-           "update_checkpoint_state"]
+           "update_checkpoint_state",
+           # the MonitoredSession family (nbcluster/monitored/)
+           "CheckpointSaverHook", "ChiefSessionCreator", "LoggingTensorHook", "MonitoredSession",
+           "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Scaffold",
+           "SecondOrStepTimer", "SessionCreator", "SessionRunArgs", "SessionRunContext",
+           "SessionRunHook", "SessionRunValues", "SingularMonitoredSession", "StepCounterHook",
+           "StopAtStepHook", "WorkerSessionCreator"]

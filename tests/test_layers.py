@@ -17,6 +17,7 @@ LAYERS = {
     "nbcluster.launch": 4, "nbcluster.distribute": 4,
     "nbcluster": 4, "nbcluster.train": 4, "nbcluster.nn": 4, "nbcluster.compat": 4,
     "nbcluster.cli": 4, "nbcluster.examples": 4, "nbcluster.function": 4,
+    "nbcluster.monitored": 4,
     "nbcluster.jupyter": 5,
 }
 

@@ -1,0 +1,20 @@
+"""L4: tf.train's MonitoredSession family: hooks, scaffold, session creators, MTS."""
+from nbcluster.monitored.checkpoint_hook import CheckpointSaverHook
+from nbcluster.monitored.logging_hooks import LoggingTensorHook, StepCounterHook
+from nbcluster.monitored.monitored_session import MonitoredSession, SingularMonitoredSession
+from nbcluster.monitored.scaffold import Scaffold
+from nbcluster.monitored.session_creators import (ChiefSessionCreator, SessionCreator,
+                                                  WorkerSessionCreator)
+from nbcluster.monitored.session_run_hook import (SessionRunArgs, SessionRunContext,
+                                                  SessionRunHook, SessionRunValues)
+from nbcluster.monitored.stop_hooks import (NanLossDuringTrainingError, NanTensorHook,
+                                            StopAtStepHook)
+from nbcluster.monitored.timer import SecondOrStepTimer
+from nbcluster.monitored.training_session import MonitoredTrainingSession
+
+__all__ = ["CheckpointSaverHook", "ChiefSessionCreator", "LoggingTensorHook",
+           "MonitoredSession", "MonitoredTrainingSession", "NanLossDuringTrainingError",
+           "NanTensorHook", "Scaffold", "SecondOrStepTimer", "SessionCreator",
+           "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
+           "SingularMonitoredSession", "StepCounterHook", "StopAtStepHook",
+           "WorkerSessionCreator"]
