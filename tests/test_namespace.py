@@ -26,6 +26,7 @@ TF1_NAMES = [
     "logical_not", "logical_xor", "is_nan", "is_inf", "is_finite", "where", "boolean_mask",
     "clip_by_value", "clip_by_norm", "global_norm", "clip_by_global_norm", "reduce_all",
     "reduce_any", "count_nonzero", "scatter_update", "scatter_add", "scatter_sub", "math",
+    "report_uninitialized_variables",
 ]
 
 

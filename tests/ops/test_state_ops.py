@@ -340,3 +340,19 @@ def test_scatter_on_a_ps_variable_over_grpc():
     finally:
         worker.stop()
         ps.stop()
+
+
+def test_report_uninitialized_variables_names_those_not_yet_initialized():
+    a = tf.Variable(1.0, name="a")
+    b = tf.get_variable("b", [2])
+    loc = tf.Variable(0, name="loc", collections=[tf.GraphKeys.LOCAL_VARIABLES])
+    report = tf.report_uninitialized_variables()
+    only_b = tf.report_uninitialized_variables([b])
+    with tf.Session() as sess:
+        assert sess.run(report).tolist() == [b"a", b"b", b"loc"]
+        sess.run(a.initializer)
+        assert sess.run(report).tolist() == [b"b", b"loc"]
+        sess.run([b.initializer, loc.initializer])
+        assert sess.run(report).tolist() == [] and sess.run(only_b).tolist() == []
+    with tf.Graph().as_default():
+        assert tf.report_uninitialized_variables().shape.as_list() == [0]
