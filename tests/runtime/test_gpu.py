@@ -65,3 +65,67 @@ def test_gpu_pin_without_gpu_fails_clearly_or_soft_places():
                 sess.run(y)
         with tf.Session(config=tf.ConfigProto(allow_soft_placement=True)) as sess:
             assert sess.run(y) == 6.0
+
+
+def _indexing_ops():
+    params = tf.constant(np.arange(24, dtype=np.float32).reshape(6, 4))
+    idx = tf.constant([4, 0, 4, 2])
+    mask = tf.constant([True, False, True, False, False, True])
+    return [tf.gather(params, idx), tf.gather(params, [1, 3], axis=1),
+            tf.one_hot(idx, 5), tf.unsorted_segment_sum(params, [0, 1, 0, 2, 2, 1], 3),
+            tf.boolean_mask(params, mask), tf.where(params > 10.0),
+            tf.where(params > 10.0, params, -params)]
+
+
+def _shape_and_logic_ops():
+    x = tf.constant(np.linspace(-3, 3, 24, dtype=np.float32).reshape(4, 6))
+    a, b = x > 0.0, x < 1.0
+    return [tf.tile(x, [2, 1]), *tf.split(x, 3, axis=1), *tf.split(x, [1, 5], axis=1),
+            a & b, a | b, a ^ b, ~a, tf.reduce_all(a, axis=1), tf.reduce_any(b),
+            tf.count_nonzero(a), tf.is_nan(x / x), tf.clip_by_value(x, -1.0, 1.0),
+            tf.clip_by_norm(x, 2.0), *tf.clip_by_global_norm([x, 2 * x], 1.0)[0]]
+
+
+def _training_ops():
+    rng = np.random.default_rng(3)
+    logits = tf.constant(rng.standard_normal((5, 7)).astype(np.float32))
+    labels = tf.constant([0, 6, 3, 3, 1])
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                                          logits=logits))
+    params = tf.constant(rng.standard_normal((6, 3)).astype(np.float32))
+    picked = tf.reduce_sum(tf.square(tf.gather(params, [5, 1, 5])))
+    return [loss, *tf.gradients(loss, [logits]), *tf.gradients(picked, [params]),
+            *tf.gradients(tf.reduce_sum(tf.tile(params, [2, 2])), [params])]
+
+
+@needs_gpu
+@pytest.mark.parametrize("build", [_indexing_ops, _shape_and_logic_ops, _training_ops])
+def test_the_newer_kernels_give_the_same_values_on_the_gpu(build):
+    results = {}
+    for device in ("/device:CPU:0", "/device:GPU:0"):
+        with tf.Graph().as_default(), tf.device(device):
+            fetches = build()
+            meta = tf.RunMetadata()
+            with tf.Session() as sess:
+                results[device] = sess.run(fetches, options=tf.RunOptions(
+                    trace_level=tf.RunOptions.FULL_TRACE), run_metadata=meta)
+            if device.endswith("GPU:0"):
+                placed = _placement(meta)
+                on_gpu = [f.op.name for f in fetches if placed.get(f.op.name, "").endswith(
+                    "GPU:0")]
+                assert on_gpu, placed  # the kernels really ran on the device
+    for cpu, gpu in zip(*results.values()):
+        np.testing.assert_allclose(np.asarray(gpu), np.asarray(cpu), rtol=1e-5, atol=1e-5)
+
+
+@needs_gpu
+def test_scatter_updates_on_a_gpu_variable():
+    with tf.Graph().as_default(), tf.device("/device:GPU:0"):
+        v = tf.Variable(np.zeros((5, 2), np.float32))
+        add = tf.scatter_add(v, [0, 3, 0], np.ones((3, 2), np.float32))
+        upd = tf.scatter_update(v, [4], [[7.0, 8.0]])
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            sess.run(add)
+            out = sess.run(upd)
+    np.testing.assert_array_equal(out, [[2, 2], [0, 0], [0, 0], [1, 1], [7, 8]])
