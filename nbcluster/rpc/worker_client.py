@@ -7,7 +7,7 @@ from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.distributed.transport import RunGraphResult
 from nbcluster.proto import worker_pb2
-from nbcluster.rpc import channels, messages
+from nbcluster.rpc import channels, data_plane_client, messages
 from nbcluster.rpc.calls import calling, unary_method
 from nbcluster.rpc.streaming import TensorStub
 from nbcluster.rpc.worker_service import (RECV_TENSOR_REQUEST, RECV_TENSOR_RESPONSE,
@@ -47,6 +47,8 @@ class GrpcWorkerClient:
         self._recv = TensorStub(channel, SERVICE, "RecvTensor", RECV_TENSOR_REQUEST,
                                 RECV_TENSOR_RESPONSE)
         self._recv_many = channel.unary_stream(f"/{SERVICE}/{RECV_TENSORS}")
+        # Tensors from a task on this host skip gRPC when it offers a data plane.
+        self._plane = data_plane_client.peer_for(address)
 
     def _call(self, stub, request, timeout: Optional[float], wait_for_ready: bool = False):
         with calling(self._peer):
@@ -111,6 +113,10 @@ class GrpcWorkerClient:
                    _CONTROL_TIMEOUT)
 
     def recv_tensor(self, step_id: int, key: str, timeout: Optional[float], waiter=None):
+        if self._plane is not None:
+            value = self._plane.recv_tensor(step_id, key, timeout, waiter)
+            if value is not data_plane_client.NOT_SERVED:
+                return value
         req = worker_pb2.RecvTensorRequest(step_id=step_id, rendezvous_key=key)
         _, tensors = self._call_tensors(self._recv, req, [],
                                         timeout if timeout is not None else _STEP_TIMEOUT)
@@ -130,6 +136,10 @@ class GrpcWorkerClient:
         Raises (here or from the iterator):
           OpError: the call failed (CancelledError once cancelled).
         """
+        if self._plane is not None:
+            values = self._plane.stream_tensors(step_id, keys, timeout, cancellation)
+            if values is not None:
+                return values
         req = worker_pb2.RunGraphRequest(step_id=step_id, recv_key=keys)
         with calling(self._peer):
             call = self._recv_many(req.SerializeToString(),

@@ -97,7 +97,9 @@ class Server:
     Args:
       server_or_cluster_def: a ServerDef, ClusterDef, ClusterSpec or dict.
       job_name, task_index: this task; inferred only when unambiguous.
-      protocol: "grpc" (the default and only one).
+      protocol: "grpc" (the default and only one). Tasks on one host send
+        each other tensors over an abstract Unix socket all the same
+        (`rpc/data_plane_server.py`); NBCLUSTER_DATA_PLANE=grpc turns that off.
       config: a ConfigProto, the default for every session on this server.
       start: start serving now.
     Raises:
@@ -125,6 +127,7 @@ class Server:
     def _build(self) -> None:
         from nbcluster.distributed.master import Master
         from nbcluster.distributed.worker import Worker
+        from nbcluster.rpc.data_plane_server import DataPlaneServer
         from nbcluster.rpc.server_core import ServerWorkerCache, bind_server
         from nbcluster.rpc.worker_client import GrpcWorkerClient
         from nbcluster.runtime.devices import local_devices
@@ -148,6 +151,8 @@ class Server:
             sd.cluster.CopyFrom(ClusterSpec(cluster).as_cluster_def())
             self._cache.update_spec(ClusterSpec(cluster))
         self._port = bound
+        # Same-host peers fetch tensors over a Unix socket (rpc/data_plane_server.py).
+        self._data_plane = DataPlaneServer.open(host, bound, self._worker)
         self._target = f"grpc://localhost:{bound}"
 
     @property
@@ -164,6 +169,8 @@ class Server:
             raise errors.FailedPreconditionError(None, None, "The server has been stopped")
         if not self._serving:
             self._grpc.start()
+            if self._data_plane is not None:
+                self._data_plane.start()
             self._serving = True
             _LOCAL[self._target] = self
 
@@ -178,10 +185,14 @@ class Server:
         _LOCAL.pop(self._target, None)
         self._serving = False
         stopped = self._grpc.stop(grace)
+        if self._data_plane is not None:
+            self._data_plane.close()
         # A handler blocked in a step (a RecvTensor whose producer never runs)
         # would hold the stop forever: end every step in flight.
         self._worker.cancel_steps()
         stopped.wait((grace or 0) + _STOP_WAIT_S)
+        if self._data_plane is not None:
+            self._data_plane.join()
         self._cache.close()
         self._stopped.set()
 
