@@ -43,6 +43,7 @@ from nbcluster.grad import register_gradient as RegisterGradient
 from nbcluster.ops.reduction import (argmax, argmin, range, reduce_max,  # noqa: A004
                                      reduce_mean, reduce_min, reduce_sum)
 from nbcluster.ops.queue import FIFOQueue
+from nbcluster.ops.accumulator import ConditionalAccumulator
 from nbcluster.ops.random import (random_normal, random_uniform, set_random_seed,
                                   truncated_normal)
 from nbcluster.ops.state import (Variable, assign, assign_add, assign_sub, global_variables,

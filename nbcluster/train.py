@@ -18,12 +18,14 @@ from nbcluster.training.momentum import MomentumOptimizer
 from nbcluster.training.optimizer import Optimizer
 from nbcluster.training.saver import (Saver, checkpoint_exists, get_checkpoint_state,
                                      latest_checkpoint, update_checkpoint_state)
+from nbcluster.training.sync_replicas_optimizer import SyncReplicasOptimizer
 from nbcluster.training.training_util import (create_global_step, get_global_step,
                                               get_or_create_global_step, global_step)
 
 __all__ = ["AdagradOptimizer", "AdamOptimizer", "ClusterDef", "ClusterSpec",
            "GradientDescentOptimizer", "GreedyLoadBalancingStrategy", "JobDef",
-           "MomentumOptimizer", "Optimizer", "Saver", "Server", "ServerDef", "byte_size_load_fn", "checkpoint_exists",
+           "MomentumOptimizer", "Optimizer", "Saver", "Server", "ServerDef",
+           "SyncReplicasOptimizer", "byte_size_load_fn", "checkpoint_exists",
            "create_global_step", "get_global_step", "get_or_create_global_step",
            "get_checkpoint_state", "global_step", "latest_checkpoint", "replica_device_setter",
            "update_checkpoint_state",

@@ -14,7 +14,7 @@ TF1_NAMES = [
     "divide", "negative", "matmul", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
     "reshape", "transpose", "concat", "stack", "zeros", "ones", "fill", "shape", "cast",
     "square", "sqrt", "exp", "log", "tanh", "maximum", "random_normal", "random_uniform",
-    "argmax", "equal", "FIFOQueue", "Graph", "get_default_graph", "reset_default_graph",
+    "argmax", "equal", "FIFOQueue", "ConditionalAccumulator", "Graph", "get_default_graph", "reset_default_graph",
     "name_scope", "device", "colocate_with", "control_dependencies", "container",
     "import_graph_def", "DeviceSpec", "float16", "float32", "float64", "int32", "int64",
     "bool", "string", "variable_scope", "get_variable", "get_variable_scope", "VariableScope",

@@ -5,7 +5,7 @@ from nbcluster.monitored.monitored_session import MonitoredSession, SingularMoni
 from nbcluster.monitored.scaffold import Scaffold
 from nbcluster.monitored.session_creators import (ChiefSessionCreator, SessionCreator,
                                                   WorkerSessionCreator)
-from nbcluster.monitored.session_run_hook import (SessionRunArgs, SessionRunContext,
+from nbcluster.training.session_run_hook import (SessionRunArgs, SessionRunContext,
                                                   SessionRunHook, SessionRunValues)
 from nbcluster.monitored.stop_hooks import (NanLossDuringTrainingError, NanTensorHook,
                                             StopAtStepHook)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from nbcluster.monitored.session_run_hook import (SessionRunArgs, SessionRunContext,
+from nbcluster.training.session_run_hook import (SessionRunArgs, SessionRunContext,
                                                   SessionRunValues)
 from nbcluster.proto import config_pb2
 

@@ -16,7 +16,7 @@ from nbcluster.framework.graph import get_default_graph
 from nbcluster.monitored.hooked_run import hooked_run
 from nbcluster.monitored.session_creators import (ChiefSessionCreator, SessionCreator,
                                                   close_quietly)
-from nbcluster.monitored.session_run_hook import check_hooks
+from nbcluster.training.session_run_hook import check_hooks
 from nbcluster.monitored.timer import Coordinator
 
 logger = logging.getLogger(__name__)

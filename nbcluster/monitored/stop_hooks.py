@@ -7,7 +7,7 @@ from typing import Optional
 
 import numpy as np
 
-from nbcluster.monitored.session_run_hook import SessionRunArgs, SessionRunHook
+from nbcluster.training.session_run_hook import SessionRunArgs, SessionRunHook
 from nbcluster.training.training_util import get_global_step
 
 logger = logging.getLogger(__name__)

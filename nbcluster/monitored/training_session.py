@@ -8,7 +8,7 @@ from nbcluster.monitored.logging_hooks import StepCounterHook
 from nbcluster.monitored.monitored_session import MonitoredSession
 from nbcluster.monitored.scaffold import Scaffold
 from nbcluster.monitored.session_creators import ChiefSessionCreator, WorkerSessionCreator
-from nbcluster.monitored.session_run_hook import check_hooks
+from nbcluster.training.session_run_hook import check_hooks
 from nbcluster.training.training_util import get_global_step
 
 

@@ -1,0 +1,98 @@
+"""QueueRunner: threads that run ops in a loop until a coordinator stops them.
+
+Rule: a runner thread never outlives its session quietly failing: it stops
+without a word when the coordinator asked to stop, the session was closed
+(the master cancels its blocked step) or the queue was closed; any other
+error is handed to the coordinator, which stops everyone.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Optional
+
+from nbcluster import errors
+
+logger = logging.getLogger(__name__)
+
+# What a loop ends on when its session or queue goes away: a normal end.
+_CLOSED_ERRORS = (errors.CancelledError, errors.OutOfRangeError)
+
+
+class QueueRunner:
+    """Runs each of `enqueue_ops` in its own thread, again and again (tf.train.QueueRunner).
+
+    Args:
+      queue: the queue the ops feed (kept for TF's signature and for `name`).
+      enqueue_ops: ops (or tensors) to run repeatedly, one thread each.
+    Raises:
+      ValueError: no enqueue_ops.
+    Example:
+      >>> qr = QueueRunner(queue, [sync_op])
+      >>> threads = qr.create_threads(sess, coord=coord, daemon=True, start=True)
+    """
+
+    def __init__(self, queue=None, enqueue_ops=None) -> None:
+        if not enqueue_ops:
+            raise ValueError(f"QueueRunner needs at least one enqueue op, got {enqueue_ops!r}")
+        self._queue = queue
+        self._enqueue_ops = list(enqueue_ops)
+        self._lock = threading.Lock()
+        self._exceptions: list = []  # errors that ended a loop, newest last
+
+    queue = property(lambda self: self._queue)
+    enqueue_ops = property(lambda self: list(self._enqueue_ops))
+
+    @property
+    def name(self) -> str:
+        return getattr(self._queue, "name", "queue_runner")
+
+    @property
+    def exceptions_raised(self) -> list:
+        """The errors that ended a thread's loop (not the normal ends)."""
+        with self._lock:
+            return list(self._exceptions)
+
+    def create_threads(self, sess, coord=None, daemon: bool = False,
+                       start: bool = False) -> list:
+        """One thread per enqueue op, each running it until told to stop.
+
+        Args:
+          sess: the Session the ops run in.
+          coord: a Coordinator (request_stop / should_stop); its stop ends the
+            loops, and an error of a loop is handed to its request_stop.
+          daemon: make the threads daemons.
+          start: start them now.
+        Returns: the threads.
+        """
+        threads = [threading.Thread(target=self._run, args=(sess, op, coord), daemon=daemon,
+                                    name=f"{self.name}-runner-{i}")
+                   for i, op in enumerate(self._enqueue_ops)]
+        if start:
+            for thread in threads:
+                thread.start()
+        return threads
+
+    def _run(self, sess, op, coord) -> None:
+        while coord is None or not coord.should_stop():
+            try:
+                sess.run(op)
+            except _CLOSED_ERRORS as e:
+                logger.debug("Queue runner %s ends: %s", self.name, e.message)
+                return
+            except RuntimeError as e:  # the Session itself was closed
+                logger.debug("Queue runner %s ends: %s", self.name, e)
+                return
+            except Exception as e:  # noqa: BLE001 - handed to the coordinator
+                if coord is not None and coord.should_stop():
+                    return
+                self._record(e)
+                logger.error("Queue runner %s failed: %s", self.name, e)
+                if coord is None:
+                    raise
+                coord.request_stop(e)
+                return
+
+    def _record(self, error: Optional[BaseException]) -> None:
+        with self._lock:
+            self._exceptions.append(error)
