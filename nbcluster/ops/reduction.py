@@ -77,7 +77,9 @@ def _reduce(op_type: str, x, axis, keepdims, name, reduction_indices, keep_dims)
     with graph.as_default(), graph.name_scope(name or op_type) as scope:
         x = convert_to_tensor(x, name="input", graph=graph)
         axis = _all_axes(x) if axis is None else index_tensor(axis, "reduction_indices", graph)
-        attrs = {"T": x.dtype, "Tidx": axis.dtype, "keep_dims": keep}
+        attrs = {"Tidx": axis.dtype, "keep_dims": keep}
+        if op_type not in ("All", "Any"):  # their input is always bool: no attr T
+            attrs["T"] = x.dtype
         return graph.create_op(op_type, [x, axis], attrs, name=scope).outputs[0]
 
 
@@ -240,18 +242,6 @@ register_op("All")(_reduction_shape((dtypes.bool,)))
 register_op("Any")(_reduction_shape((dtypes.bool,)))
 
 
-def _reduce_bool(op_type, x, axis, keepdims, name, reduction_indices, keep_dims) -> Tensor:
-    # All and Any have no attr T (their input is always bool), unlike Sum & co.
-    axis = _deprecated_alias("axis", axis, "reduction_indices", reduction_indices)
-    keep = bool(_deprecated_alias("keepdims", keepdims, "keep_dims", keep_dims))
-    graph = graph_of(x, axis)
-    with graph.as_default(), graph.name_scope(name or op_type) as scope:
-        x = convert_to_tensor(x, name="input", graph=graph)
-        axis = _all_axes(x) if axis is None else index_tensor(axis, "reduction_indices", graph)
-        attrs = {"Tidx": axis.dtype, "keep_dims": keep}
-        return graph.create_op(op_type, [x, axis], attrs, name=scope).outputs[0]
-
-
 def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
                keep_dims=None) -> Tensor:
     """Logical AND over `axis` of a bool Tensor (op All); True over no elements.
@@ -263,14 +253,14 @@ def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
       >>> reduce_all(constant([[True, False], [True, True]]), axis=1).shape
       TensorShape([2])
     """
-    return _reduce_bool("All", input_tensor, axis, keepdims, name, reduction_indices,
+    return _reduce("All", input_tensor, axis, keepdims, name, reduction_indices,
                         keep_dims)
 
 
 def reduce_any(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
                keep_dims=None) -> Tensor:
     """Logical OR over `axis` of a bool Tensor (op Any); False over no elements."""
-    return _reduce_bool("Any", input_tensor, axis, keepdims, name, reduction_indices,
+    return _reduce("Any", input_tensor, axis, keepdims, name, reduction_indices,
                         keep_dims)
 
 

@@ -152,11 +152,8 @@ def numeric_gradient(sess, loss, xs, values, index, eps):
     return grad
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_gradient_matches_finite_differences(case, mode):
-    fn, values = CASES[case]
-    eps, tol = TOLERANCE.get(case, (1e-6, 1e-6))
+def check_gradient(case: str, fn, values: list, mode: str, eps: float, tol: float) -> None:
+    """`fn`'s symbolic gradients equal central finite differences at `values`."""
     with tf.Graph().as_default():
         xs = [_placeholder(v, mode) for v in values]
         y = fn(*xs)
@@ -175,6 +172,13 @@ def test_gradient_matches_finite_differences(case, mode):
                 assert symbolic[i].shape == value.shape
                 np.testing.assert_allclose(symbolic[i], numeric, rtol=tol, atol=tol,
                                            err_msg=f"{case} input {i} ({mode})")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_gradient_matches_finite_differences(case, mode):
+    fn, values = CASES[case]
+    check_gradient(case, fn, values, mode, *TOLERANCE.get(case, (1e-6, 1e-6)))
 
 
 def test_static_mode_needs_no_run_time_shape_ops():

@@ -6,7 +6,7 @@ reuses): static shapes, every dimension None, unknown rank.
 """
 import numpy as np
 import pytest
-from test_gradient_rules import MODES, _placeholder, numeric_gradient, u
+from test_gradient_rules import MODES, check_gradient, u
 
 import nbcluster as tf
 
@@ -78,24 +78,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_gradient_matches_finite_differences(case, mode):
     fn, values = CASES[case]
-    with tf.Graph().as_default():
-        xs = [_placeholder(v, mode) for v in values]
-        y = fn(*xs)
-        y_shape = np.shape(tf.Session().run(y, dict(zip(xs, values))))
-        w = tf.constant(RNG.uniform(0.5, 1.5, size=y_shape))
-        loss = tf.reduce_sum(y * w)
-        grads = tf.gradients(loss, xs)
-        assert all(g is not None for g in grads), grads
-        for g, x in zip(grads, xs):
-            assert g.dtype == tf.float64
-            assert g.shape.is_compatible_with(x.shape)
-        with tf.Session() as sess:
-            symbolic = sess.run(grads, dict(zip(xs, values)))
-            for i, value in enumerate(values):
-                numeric = numeric_gradient(sess, loss, xs, values, i, 1e-6)
-                assert symbolic[i].shape == value.shape
-                np.testing.assert_allclose(symbolic[i], numeric, rtol=1e-6, atol=1e-6,
-                                           err_msg=f"{case} input {i} ({mode})")
+    check_gradient(case, fn, values, mode, 1e-6, 1e-6)
 
 
 def test_gather_gradient_is_dense_and_indices_get_none():
