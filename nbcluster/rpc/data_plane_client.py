@@ -12,6 +12,7 @@ cancelled step as CancelledError.
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import socket
@@ -266,7 +267,7 @@ def _alive(sock: socket.socket) -> bool:
 
 
 def forget_all() -> None:
-    """Closes every pooled connection (tests, and a process that forks)."""
+    """Closes every pooled connection (at exit, so none is left to the garbage collector)."""
     with _lock:
         peers = list(_peers.values())
         _peers.clear()
@@ -276,3 +277,4 @@ def forget_all() -> None:
 
 _peers: dict[bytes, DataPlanePeer] = {}
 _lock = threading.Lock()
+atexit.register(forget_all)
