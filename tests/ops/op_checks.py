@@ -1,4 +1,7 @@
-"""Helpers the op tests share: run a graph, sample inputs, compare to numpy."""
+"""Helpers the op tests share: run a graph, sample inputs, compare to numpy, run a blocking
+step in a thread."""
+import threading
+
 import numpy as np
 
 import nbcluster as tf
@@ -37,3 +40,18 @@ def sample_any(shape, dtype):
         return np.array([str(v).encode() for v in rng.integers(0, 99, int(np.prod(shape)))],
                         dtype=object).reshape(shape)
     return (rng.standard_normal(shape) * 10).astype(dtype)
+
+
+def in_thread(fn):
+    """Runs `fn` in a daemon thread: (thread, box); box gets "value" or "error"."""
+    box = {}
+
+    def body():
+        try:
+            box["value"] = fn()
+        except Exception as e:  # noqa: BLE001 - handed back to the test
+            box["error"] = e
+
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    return thread, box

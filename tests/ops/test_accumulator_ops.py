@@ -1,28 +1,14 @@
 """ConditionalAccumulator: averaging, stale gradients, blocking takes and build checks, as TF."""
-import threading
 import time
 
 import numpy as np
 import pytest
 
 import nbcluster as tf
+from op_checks import in_thread
 from nbcluster.grad import registry
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def _in_thread(fn):
-    box = {}
-
-    def body():
-        try:
-            box["value"] = fn()
-        except Exception as e:  # noqa: BLE001 - handed back to the test
-            box["error"] = e
-
-    thread = threading.Thread(target=body, daemon=True)
-    thread.start()
-    return thread, box
 
 
 def _feedable(shape=(2,), dtype=tf.float32, **kwargs):
@@ -121,7 +107,7 @@ def test_take_blocks_until_enough_gradients():
     take = acc.take_grad(2)
     with tf.Session() as sess:
         sess.run(apply, {grad: [1.0, 1.0], step: 0})
-        thread, box = _in_thread(lambda: sess.run(take))
+        thread, box = in_thread(lambda: sess.run(take))
         time.sleep(0.3)
         assert thread.is_alive() and box == {}
         sess.run(apply, {grad: [3.0, 5.0], step: 0})
@@ -149,7 +135,7 @@ def test_blocked_take_is_cancelled_when_its_session_closes(server):
     acc = tf.ConditionalAccumulator(tf.float32, shape=[1], shared_name="closing_acc")
     take = acc.take_grad(1)
     sess = tf.Session(server.target)
-    thread, box = _in_thread(lambda: sess.run(take))
+    thread, box = in_thread(lambda: sess.run(take))
     time.sleep(0.3)
     assert thread.is_alive()
     sess.close()

@@ -1,27 +1,13 @@
 """FIFOQueue: order, batching, blocking, closing and timeouts, as TF 1.x."""
-import threading
 import time
 
 import numpy as np
 import pytest
 
 import nbcluster as tf
+from op_checks import in_thread
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def _in_thread(fn):
-    box = {}
-
-    def body():
-        try:
-            box["value"] = fn()
-        except Exception as e:  # noqa: BLE001 - handed back to the test
-            box["error"] = e
-
-    thread = threading.Thread(target=body, daemon=True)
-    thread.start()
-    return thread, box
 
 
 # -- building ----------------------------------------------------------------------
@@ -140,7 +126,7 @@ def test_blocked_dequeue_released_by_enqueue_from_another_thread():
     deq = q.dequeue()
     enq = q.enqueue([42.0])
     with tf.Session() as sess:
-        thread, box = _in_thread(lambda: sess.run(deq))
+        thread, box = in_thread(lambda: sess.run(deq))
         time.sleep(0.2)
         assert thread.is_alive()  # nothing to dequeue yet
         sess.run(enq)
@@ -153,7 +139,7 @@ def test_blocked_dequeue_released_by_another_session(server):
     deq = q.dequeue()
     enq = q.enqueue([7.0])
     with tf.Session(server.target) as s1, tf.Session(server.target) as s2:
-        thread, box = _in_thread(lambda: s1.run(deq))
+        thread, box = in_thread(lambda: s1.run(deq))
         time.sleep(0.2)
         assert thread.is_alive()
         s2.run(enq)
@@ -169,7 +155,7 @@ def test_capacity_blocks_enqueue_until_dequeue():
     with tf.Session() as sess:
         sess.run(enq, {x: 1})
         sess.run(enq, {x: 2})
-        thread, box = _in_thread(lambda: sess.run(enq, {x: 3}))
+        thread, box = in_thread(lambda: sess.run(enq, {x: 3}))
         time.sleep(0.2)
         assert thread.is_alive()
         assert sess.run(q.size()) == 2
@@ -232,7 +218,7 @@ def test_close_wakes_a_blocked_dequeue():
     deq = q.dequeue()
     close = q.close()
     with tf.Session() as sess:
-        thread, box = _in_thread(lambda: sess.run(deq))
+        thread, box = in_thread(lambda: sess.run(deq))
         time.sleep(0.2)
         sess.run(close)
         thread.join(10)
@@ -244,7 +230,7 @@ def test_close_with_cancel_pending_enqueues():
     enq = q.enqueue([1.0])
     with tf.Session() as sess:
         sess.run(enq)
-        thread, box = _in_thread(lambda: sess.run(enq))
+        thread, box = in_thread(lambda: sess.run(enq))
         time.sleep(0.2)
         assert thread.is_alive()
         sess.run(q.close(cancel_pending_enqueues=True))
@@ -269,7 +255,7 @@ def test_close_without_cancel_lets_pending_enqueue_finish():
     deq = q.dequeue()
     with tf.Session() as sess:
         sess.run(enq, {x: 1.0})
-        thread, box = _in_thread(lambda: sess.run(enq, {x: 2.0}))
+        thread, box = in_thread(lambda: sess.run(enq, {x: 2.0}))
         time.sleep(0.2)
         sess.run(q.close())
         with pytest.raises(tf.errors.CancelledError):
