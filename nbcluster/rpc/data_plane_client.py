@@ -232,6 +232,9 @@ class DataPlanePeer:
         except OSError:
             sock.close()
             return None
+        if not wire.same_user(sock):  # someone else's socket under a task's name
+            sock.close()
+            return None
         return _Conn(sock)
 
     def _release(self, conn: _Conn) -> None:

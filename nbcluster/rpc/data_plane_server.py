@@ -138,6 +138,9 @@ class DataPlaneServer:
             sock, _ = self._listener.accept()
         except OSError:
             return
+        if not wire.same_user(sock):  # another user of this host: it may ask over gRPC
+            sock.close()
+            return
         conn = _Connection(sock)
         with self._lock:
             if self._closed:

@@ -21,6 +21,7 @@ Layout (little-endian; a connection carries one request at a time):
 from __future__ import annotations
 
 import math
+import os
 import socket
 import struct
 import time
@@ -41,6 +42,7 @@ _ENTRY = struct.Struct("<BQ")
 _ARRAY = struct.Struct("<IB")
 _U32 = struct.Struct("<I")
 _ERROR = struct.Struct("<ciI")
+_CREDS = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
 _MAX_KEYS = 1 << 20
 _MAX_KEY = 64 << 10
 _MAX_HEADERS = 64 << 20
@@ -103,6 +105,16 @@ class FrameReader:
         self._start += have
         while have < n:
             have += self._recv_into(target[have:])
+
+
+def same_user(sock: socket.socket) -> bool:
+    """Whether the process at the other end of the Unix socket `sock` runs as this user.
+
+    An abstract socket name has no file permissions: any user of the host may
+    connect to one, or bind a name first to pose as a task. Both ends check.
+    """
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDS.size)
+    return _CREDS.unpack(creds)[1] == os.geteuid()
 
 
 def send_all(sock: socket.socket, pieces: list) -> None:

@@ -312,3 +312,26 @@ def test_a_server_not_started_refuses_so_peers_use_grpc():
         _round_trip_works(server)
     finally:
         server.stop()
+
+
+def test_both_ends_talk_only_to_their_own_user(servers, monkeypatch):
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with a, b:
+        assert wire.same_user(a) and wire.same_user(b)
+    data_plane_client.forget_all()  # no pooled connection from before the patch
+    monkeypatch.setattr(wire, "same_user", lambda sock: False)
+    plane = data_plane_client.peer_for(_address(servers[1]))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
+        raw.connect(plane.name)  # the server accepts, sees another user, hangs up
+        raw.settimeout(10)
+        try:
+            raw.sendall(wire.encode_request(wire.STREAM, 1, ["k"], 1.0))
+            assert raw.recv(1) == b""
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # it hung up before or with the request unread: closed all the same
+    # a client declines a socket whose owner is not its user, so gRPC serves the tensor
+    key = _key(servers[1], "v")
+    servers[1]._worker._step_table.get(99).rendezvous.send(key, np.float32([1, 2]))
+    assert plane.recv_tensor(99, key, 5.0) is data_plane_client.NOT_SERVED
+    value = GrpcWorkerClient(_address(servers[1])).recv_tensor(99, key, 5.0)
+    np.testing.assert_array_equal(value, [1, 2])
