@@ -29,8 +29,10 @@ from nbcluster.ops.math import (abs, add, add_n, cast, divide, equal, exp,  # no
 from nbcluster.ops.linalg import matmul
 from nbcluster.ops.slicing import (broadcast_to, invert_permutation, pad,  # noqa: A004
                                    slice, strided_slice, unstack)
+from nbcluster.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from nbcluster.ops.array import split, tile
-from nbcluster.ops.indexing import boolean_mask, gather, one_hot, unsorted_segment_sum, where
+from nbcluster.ops.indexing import (boolean_mask, gather, one_hot, unique,
+                                    unsorted_segment_sum, where)
 from nbcluster.ops.logic import (is_finite, is_inf, is_nan, logical_and, logical_not,
                                  logical_or, logical_xor)
 from nbcluster.ops.clipping import (clip_by_global_norm, clip_by_norm, clip_by_value,

@@ -26,7 +26,7 @@ TF1_NAMES = [
     "logical_not", "logical_xor", "is_nan", "is_inf", "is_finite", "where", "boolean_mask",
     "clip_by_value", "clip_by_norm", "global_norm", "clip_by_global_norm", "reduce_all",
     "reduce_any", "count_nonzero", "scatter_update", "scatter_add", "scatter_sub", "math",
-    "report_uninitialized_variables",
+    "report_uninitialized_variables", "IndexedSlices", "IndexedSlicesValue", "unique",
 ]
 
 
@@ -46,6 +46,7 @@ def test_nested_namespaces():
     assert tf.train.ClusterSpec and tf.train.Server and tf.train.ServerDef
     assert tf.train.ClusterDef and tf.distribute.Server is tf.train.Server
     assert tf.nn.relu and tf.nn.softmax_cross_entropy_with_logits_v2 and tf.nn.sigmoid
+    assert tf.nn.embedding_lookup
     assert issubclass(tf.errors.NotFoundError, tf.errors.OpError)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from nbcluster.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from nbcluster.framework.operation import Operation, Tensor
 
 
@@ -30,6 +31,11 @@ class FetchStructure:
             parts = [self._walk(graph, f) for f in fetch]
             kind = type(fetch)
             return lambda values: kind(*(p(values) for p in parts))
+        if isinstance(fetch, IndexedSlices):
+            # Fetched as its three tensors, handed back as TF's IndexedSlicesValue.
+            parts = [self._walk(graph, t) if t is not None else (lambda values: None)
+                     for t in (fetch.values, fetch.indices, fetch.dense_shape)]
+            return lambda values: IndexedSlicesValue(*(p(values) for p in parts))
         if isinstance(fetch, dict):
             parts = {k: self._walk(graph, v) for k, v in fetch.items()}
             kind = type(fetch)

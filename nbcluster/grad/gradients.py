@@ -3,22 +3,29 @@
 Rule: only ops on a path from an x to a y are differentiated, each once,
 in reverse topological order (a pending count per op, as TF's builder keeps);
 every gradient op is built in the forward op's `<name>_grad` name scope and,
-by default, colocated with it, so it runs where the forward op ran.
+by default, colocated with it, so it runs where the forward op ran. A sparse
+gradient (IndexedSlices, from a gather) passes through Identity ops as it is;
+other rules get it as a dense Tensor.
 """
 from __future__ import annotations
 
 import collections
 import contextlib
-from typing import Optional
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import graph_of
+from nbcluster.framework.indexed_slices import IndexedSlices
 from nbcluster.framework.operation import Operation, Tensor, as_tensor_or_op
 from nbcluster.grad.registry import get_gradient_rule
 from nbcluster.ops.fill import ones_like
 from nbcluster.ops.control import tuple as gate_tuple
-from nbcluster.ops.math import add_n
+from nbcluster.ops.math import add_n, cast
+from nbcluster.ops.array import concat
+
+# Op types whose rule takes an IndexedSlices gradient as it is (TF's Identity
+# rule returns it unchanged, so a variable's `read` keeps the gradient sparse).
+_SPARSE_PASS_THROUGH = frozenset({"Identity"})
 
 # TF's AggregationMethod values; every one of them sums with AddN here.
 AGGREGATION_METHODS = (None, 0, 1, 2)
@@ -45,7 +52,8 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
       stop_gradients: Tensors (or one) treated as constants: no gradient flows
         back through them.
     Returns: a list with one entry per x: its gradient Tensor (of the x's dtype
-      and shape), or None when no x-to-y path carries a gradient.
+      and shape), an IndexedSlices where only gathers (through Identity ops)
+      read the x, or None when no x-to-y path carries a gradient.
     Raises:
       LookupError: an op on a path has neither a gradient nor a
         NotDifferentiable declaration.
@@ -121,6 +129,9 @@ class _Builder:
             out_grads = [self._summed(t) for t in op.outputs]
             if not op.inputs or all(g is None for g in out_grads):
                 return
+            if op.type not in _SPARSE_PASS_THROUGH:
+                out_grads = [convert_to_tensor(g) if isinstance(g, IndexedSlices) else g
+                             for g in out_grads]
             try:
                 rule = get_gradient_rule(op.type)
             except LookupError:
@@ -136,23 +147,42 @@ class _Builder:
                 in_grads = gate_tuple(in_grads)
         for t, g in zip(op.inputs, in_grads):
             if g is not None and _trainable(t):
+                if isinstance(g, IndexedSlices):
+                    self.grads.setdefault(t, []).append(g)
+                    continue
                 g = as_tensor_or_op(g)
                 if g.shape.is_compatible_with(t.shape):
                     g.set_shape(t.shape)
                 self.grads.setdefault(t, []).append(g)
 
-    def _summed(self, t: Tensor) -> Optional[Tensor]:
+    def _summed(self, t: Tensor):
         parts = self.grads.get(t)
         if not parts:
             return None
         if len(parts) > 1:
             with self._near(t.op):
-                parts[:] = [add_n(parts, name=f"AddN_{t.value_index}" if t.value_index
-                                  else "AddN")]
+                if all(isinstance(p, IndexedSlices) for p in parts):
+                    parts[:] = [_concat_slices(parts)]
+                else:
+                    dense = [convert_to_tensor(p) if isinstance(p, IndexedSlices) else p
+                             for p in parts]
+                    parts[:] = [add_n(dense, name=f"AddN_{t.value_index}" if t.value_index
+                                      else "AddN")]
         return parts[0]
 
     def _near(self, op: Operation):
         return self.graph.colocate_with(op) if self.colocate else contextlib.nullcontext()
+
+
+def _concat_slices(parts: list) -> IndexedSlices:
+    """Sums IndexedSlices gradients by concatenating their rows (repeats add up
+    when applied or densified), as TF's _AggregateIndexedSlicesGradients does."""
+    index_dtype = dtypes.int64 if any(p.indices.dtype == dtypes.int64 for p in parts) \
+        else dtypes.int32
+    indices = [p.indices if p.indices.dtype == index_dtype else cast(p.indices, index_dtype)
+               for p in parts]
+    return IndexedSlices(concat([p.values for p in parts], 0), concat(indices, 0),
+                         parts[0].dense_shape)
 
 
 def _ops_between(ys: list, xs: list) -> set:

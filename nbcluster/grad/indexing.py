@@ -1,12 +1,15 @@
 """Gradient rules of the indexing family: GatherV2, UnsortedSegmentSum and TF1's
-Select (OneHot and Where are NotDifferentiable, as in TF).
+Select (OneHot, Where and Unique are NotDifferentiable, as in TF).
 
-Rule: without IndexedSlices, a gather's gradient is dense: the incoming
-gradient summed into the gathered rows with UnsortedSegmentSum (repeated
-indices add up). The two ops are each other's adjoints.
+Rule: a gather along axis 0 gets a sparse gradient, as in TF: an IndexedSlices
+of the incoming gradient's rows at the gathered indices (repeated indices add
+up when it is applied or made dense), so an embedding's update ships and
+touches only those rows. Along another axis it is dense: the incoming gradient
+summed into the gathered slices with UnsortedSegmentSum, the gather's adjoint.
 """
 from __future__ import annotations
 
+from nbcluster.framework.indexed_slices import IndexedSlices
 from nbcluster.framework.operation import Tensor
 from nbcluster.grad.registry import NotDifferentiable, register_gradient
 from nbcluster.ops import array, indexing, shapes, slicing
@@ -14,7 +17,7 @@ from nbcluster.ops import math as m
 from nbcluster.ops.fill import fill, zeros_like
 from nbcluster.ops.shape_inference import constant_value
 
-for _type in ("OneHot", "Where"):
+for _type in ("OneHot", "Where", "Unique"):
     NotDifferentiable(_type)
 
 
@@ -38,16 +41,17 @@ def _gather_axis(op) -> int:
 def _gather_grad(op, grad):
     params, indices, _ = op.inputs
     a = _gather_axis(op)
-    p_shape = shapes.shape(params, out_type=indices.dtype)
+    # Next to params, as TF puts it: reading a ps table's shape stays on the ps.
+    with op.graph.colocate_with(params.op, ignore_existing=True):
+        p_shape = shapes.shape(params, out_type=indices.dtype)
     ids = shapes.reshape(indices, [-1])
     n = shapes.reshape(shapes.size(indices, out_type=indices.dtype), [1])
-    rows = slicing.slice(p_shape, [a], [1])
-    if a == 0:  # [indices..., inner...] -> [n, inner...] -> [rows, inner...]
+    if a == 0:  # [indices..., inner...] -> [n, inner...] rows of a [rows, inner...] tensor
         values = shapes.reshape(grad, array.concat([n, slicing.slice(p_shape, [1], [-1])],
                                                    0))
-        return [shapes.reshape(indexing.unsorted_segment_sum(values, ids, rows[0]),
-                               p_shape), None, None]
+        return [IndexedSlices(values, ids, p_shape), None, None]
     # [outer..., indices..., inner...] as [outer..., n, inner] with the n axis first.
+    rows = slicing.slice(p_shape, [a], [1])
     outer = slicing.slice(p_shape, [0], [a])
     values = shapes.reshape(grad, array.concat([outer, n, [-1]], 0))
     front = [a] + list(range(a)) + [a + 1]

@@ -1,5 +1,5 @@
 """Indexing kernels on numpy (CPU) and cupy (GPU): GatherV2, UnsortedSegmentSum,
-OneHot, TF1's Select, Where, and the helpers the scatter kernels share (bounds
+Unique, OneHot, TF1's Select, Where, and the helpers the scatter kernels share (bounds
 checks, scatter-add).
 
 Rule: every index is checked before it is used, and an out-of-range one is an
@@ -146,4 +146,19 @@ def _where(node, device):
 
     def compute(ctx, x):
         return (xp.argwhere(x).astype(np.int64, copy=False),)
+    return compute
+
+
+@register_kernel("Unique", *DEVICES)
+def _unique(node, device):
+    xp = device.xp
+    out_idx = node.attrs["out_idx"].as_numpy_dtype
+
+    def compute(ctx, x):
+        # xp.unique sorts; TF keeps the order of first appearance
+        values, first, inverse = xp.unique(x, return_index=True, return_inverse=True)
+        order = xp.argsort(first)
+        position = xp.empty_like(order)
+        position[order] = xp.arange(order.size)
+        return values[order], position[inverse.reshape(-1)].astype(out_idx, copy=False)
     return compute

@@ -1,10 +1,12 @@
-"""Kernels of the fused optimizer updates (numpy on CPU, cupy on GPU).
+"""Kernels of the fused optimizer updates, dense and sparse (numpy on CPU, cupy on GPU).
 
 Rule: as Assign and AssignSub do, an update replaces each VariableResource's
 array with a new one and never writes into the old, since a fetch or a Send
 may still hold it. With use_locking the variable's (and its slots') locks are
 held from the first read to the last write, so concurrent updates serialize;
-without it, racing updates may overwrite each other, as in TF.
+without it, racing updates may overwrite each other, as in TF. A sparse
+update visits its indices in order, one row at a time, as TF's kernels do:
+a repeated index is updated twice, the second time from the first's result.
 """
 from __future__ import annotations
 
@@ -94,3 +96,70 @@ def _factory(op_type: str):
 
 for _type in _RULES:
     register_kernel(_type, *DEVICES)(_factory(_type))
+
+
+def _sparse_momentum(xp, attrs, var_row, accum_row, lr, grad_row, momentum):
+    accum_row = accum_row * momentum + grad_row
+    if attrs.get("use_nesterov", False):
+        return var_row - (grad_row * lr + accum_row * momentum * lr), accum_row
+    return var_row - lr * accum_row, accum_row
+
+
+def _sparse_adagrad(xp, attrs, var_row, accum_row, lr, grad_row):
+    if attrs.get("update_slots", True):
+        accum_row = accum_row + grad_row * grad_row
+    return var_row - lr * grad_row / xp.sqrt(accum_row), accum_row
+
+
+# op type -> the update of one row (SparseApplyMomentum's momentum comes after indices)
+_SPARSE_RULES = {
+    "SparseApplyMomentum": _sparse_momentum,
+    "SparseApplyAdagrad": _sparse_adagrad,
+}
+
+
+def _sparse_factory(op_type: str):
+    rule = _SPARSE_RULES[op_type]
+
+    def factory(node, device):
+        xp = device.xp
+        attrs = dict(node.attrs)
+        use_locking = bool(attrs.get("use_locking", False))
+
+        def compute(ctx, var_ref, accum_ref, lr, grad, indices, *momentum):
+            with _locked([var_ref, accum_ref], use_locking):
+                var, accum = var_ref.read(), accum_ref.read()
+                _check_sparse(node, var, accum, grad, indices)
+                var, accum = var.copy(), accum.copy()  # the old arrays may be fetched
+                for i, row in enumerate(indices.tolist()):
+                    var[row], accum[row] = rule(xp, attrs, var[row], accum[row], lr,
+                                                grad[i], *momentum)
+                var_ref.write(var)
+                accum_ref.write(accum)
+            return (var_ref,)
+
+        return quiet(xp, compute)
+
+    return factory
+
+
+def _check_sparse(node, var, accum, grad, indices) -> None:
+    if tuple(var.shape) != tuple(accum.shape):
+        raise errors.InvalidArgumentError(
+            None, None, f"var and accum do not have the same shape{list(var.shape)} "
+                        f"{list(accum.shape)}", node_name=node.name)
+    if tuple(grad.shape) != (len(indices),) + tuple(var.shape[1:]):
+        raise errors.InvalidArgumentError(
+            None, None, f"grad must be indices.shape + var.shape[1:]: grad "
+                        f"{list(grad.shape)}, indices {list(indices.shape)}, var "
+                        f"{list(var.shape)}", node_name=node.name)
+    rows = var.shape[0]
+    for i, index in enumerate(indices.tolist()):
+        if not 0 <= index < rows:
+            raise errors.InvalidArgumentError(
+                None, None, f"Index {index} at offset {i} in indices is out of range",
+                node_name=node.name)
+
+
+for _type in _SPARSE_RULES:
+    register_kernel(_type, *DEVICES)(_sparse_factory(_type))

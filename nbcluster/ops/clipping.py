@@ -3,7 +3,9 @@
 Rule: every function is composed of existing ops the way TF 1.15 composes it
 (clip_by_value is Minimum then Maximum, norms are Sum of Square then Sqrt),
 so graphs match TF's and gradients come from those ops' rules: a value that
-was clipped gets no gradient, one that was not gets it unchanged.
+was clipped gets no gradient, one that was not gets it unchanged. The global
+norm functions take IndexedSlices as TF does: their values count (repeated
+indices counted separately) and stay sparse when scaled.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Optional
 
 from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import graph_of
+from nbcluster.framework.indexed_slices import IndexedSlices
 from nbcluster.framework.operation import Tensor
 from nbcluster.ops import array
 from nbcluster.ops import math as m
@@ -83,12 +86,18 @@ def _present(t_list) -> list:
     return [t for t in t_list if t is not None]
 
 
+def _dense_part(t):
+    """The tensor the norm reads: an IndexedSlices' values, anything else as is."""
+    return t.values if isinstance(t, IndexedSlices) else t
+
+
 def global_norm(t_list, name: Optional[str] = None) -> Tensor:
     """sqrt(sum of the squares of every element of every tensor in t_list).
 
     None entries are ignored, as in TF.
 
-    Args: t_list: a list or tuple of float Tensors (or None).
+    Args: t_list: a list or tuple of float Tensors, IndexedSlices (their
+      values count) or None.
     Returns: a scalar Tensor of their dtype.
     Raises: TypeError when t_list is not a sequence.
 
@@ -96,7 +105,7 @@ def global_norm(t_list, name: Optional[str] = None) -> Tensor:
       >>> global_norm([constant([3.0]), constant([4.0])]).shape
       TensorShape([])
     """
-    tensors = _present(t_list)
+    tensors = [_dense_part(t) for t in _present(t_list)]
     graph = graph_of(*tensors)
     with graph.as_default(), graph.name_scope(name or "global_norm") as scope:
         values = [convert_to_tensor(t, name=f"t_{i}", graph=graph)
@@ -113,7 +122,8 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None,
     """Scales every tensor of t_list by clip_norm / max(global_norm, clip_norm).
 
     Args:
-      t_list: a list or tuple of float Tensors (None entries stay None).
+      t_list: a list or tuple of float Tensors or IndexedSlices (which come
+        back as IndexedSlices with scaled values; None entries stay None).
       clip_norm: a positive scalar. use_norm: a precomputed global norm.
     Returns: (list_clipped, global_norm). If the norm is inf or NaN, every
       clipped value is NaN, as in TF (a signal, not a silent pass).
@@ -123,7 +133,7 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None,
       >>> clipped, norm = clip_by_global_norm([constant([3.0, 4.0])], 1.0)
     """
     present = _present(t_list)
-    graph = graph_of(*present, clip_norm, use_norm)
+    graph = graph_of(*[_dense_part(t) for t in present], clip_norm, use_norm)
     with graph.as_default(), graph.name_scope(name or "clip_by_global_norm"):
         norm = global_norm(present) if use_norm is None else \
             convert_to_tensor(use_norm, graph=graph)
@@ -137,7 +147,9 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None,
             if t is None:
                 clipped.append(None)
                 continue
-            value = convert_to_tensor(t, name=f"t_{i}", graph=graph)
-            clipped.append(array.identity(m.multiply(value, m.cast(scale, value.dtype)),
-                                          name=f"clipped_{i}"))
+            value = convert_to_tensor(_dense_part(t), name=f"t_{i}", graph=graph)
+            scaled = array.identity(m.multiply(value, m.cast(scale, value.dtype)),
+                                    name=f"clipped_{i}")
+            clipped.append(IndexedSlices(scaled, t.indices, t.dense_shape)
+                           if isinstance(t, IndexedSlices) else scaled)
         return clipped, norm

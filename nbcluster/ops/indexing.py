@@ -120,6 +120,32 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
                                name=scope).outputs[0]
 
 
+# -- unique -----------------------------------------------------------------------------
+@register_op("Unique")
+def _unique_shape(op):
+    x = op.inputs[0]
+    if x.shape.rank not in (None, 1):
+        raise shape_error(op, f"unique expects a 1D vector, got shape {x.shape}")
+    return [(x.dtype, TensorShape([None])), (op.get_attr("out_idx"), x.shape if
+                                            x.shape.rank == 1 else TensorShape([None]))]
+
+
+def unique(x, out_idx=dtypes.int32, name=None) -> tuple:
+    """(y, idx): the distinct values of the 1-D `x` in order of first appearance, and
+    for each element of x its position in y (op Unique), so x == gather(y, idx).
+
+    Raises: ValueError for x of rank other than 1; TypeError for out_idx not int32/int64.
+    """
+    out_idx = dtypes.as_dtype(out_idx)
+    check_dtype(out_idx, INDEX, "out_idx")
+    graph = graph_of(x)
+    with graph.as_default(), graph.name_scope(name or "Unique") as scope:
+        t = convert_to_tensor(x, name="x", graph=graph)
+        outputs = graph.create_op("Unique", [t], {"T": t.dtype, "out_idx": out_idx},
+                                  name=scope).outputs
+    return outputs[0], outputs[1]
+
+
 # -- one_hot ----------------------------------------------------------------------------
 @register_op("OneHot")
 def _one_hot_shape(op):

@@ -1,5 +1,5 @@
 """Fused optimizer update ops (TF's training_ops): ApplyGradientDescent, ApplyMomentum,
-ApplyAdagrad, ApplyAdam.
+ApplyAdagrad, ApplyAdam, and the sparse SparseApplyMomentum, SparseApplyAdagrad.
 
 Rule: each op takes its variable's reference (and its slots' references) as
 ref inputs, so the placer puts it with the variable, and updates them in place;
@@ -7,14 +7,18 @@ the output is the variable's reference, as in TF. Input order and attr names
 are TF's, so a GraphDef written by TF runs here. Dtypes and shapes are checked
 when the graph is built: every float input shares the variable's dtype
 (TypeError), hyperparameters are scalars and the gradient has the variable's
-shape (ValueError).
+shape (ValueError); a sparse op's gradient has indices.shape + var.shape[1:]
+and its indices are a vector.
 """
 from __future__ import annotations
 
 from typing import Optional
 
+from nbcluster.framework import dtypes
 from nbcluster.framework.graph import graph_of
+from nbcluster.framework.tensor_shape import TensorShape
 from nbcluster.framework.op_registry import register_op
+from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.operation import Tensor, as_tensor_or_op
 from nbcluster.ops.math import FLOATS, check_dtype, to_tensor
 from nbcluster.ops.shape_inference import shape_error
@@ -28,22 +32,35 @@ SIGNATURES = {
     "ApplyAdagrad": (("var", "accum", "lr", "grad"), 2, 3, {"update_slots": True}),
     "ApplyAdam": (("var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1", "beta2",
                    "epsilon", "grad"), 3, 9, {"use_nesterov": False}),
+    "SparseApplyMomentum": (("var", "accum", "lr", "grad", "indices", "momentum"), 2, 3,
+                            {"use_nesterov": False}),
+    "SparseApplyAdagrad": (("var", "accum", "lr", "grad", "indices"), 2, 3,
+                           {"update_slots": True}),
 }
+# Sparse ops: op type -> index of the indices input (attr Tindices).
+SPARSE_INDICES = {"SparseApplyMomentum": 4, "SparseApplyAdagrad": 4}
 
 
 def _shape_fn(op_type: str):
     names, n_refs, grad_index, _ = SIGNATURES[op_type]
+    indices_index = SPARSE_INDICES.get(op_type)
 
     def shape_fn(op):
         var = op.inputs[0]
         check_dtype(var.dtype, FLOATS, "var")
-        for name, t in zip(names, op.inputs):
-            if t.dtype != var.dtype:
+        for i, (name, t) in enumerate(zip(names, op.inputs)):
+            if i == indices_index:
+                _check_indices(op, t, var)
+            elif t.dtype != var.dtype:
                 raise TypeError(f"Input '{name}' of '{op_type}' Op has type {t.dtype.name} "
                                 f"that does not match type {var.dtype.name} of argument "
                                 f"'var'.")
         for i, (name, t) in enumerate(zip(names, op.inputs)):
-            if i < n_refs or i == grad_index:
+            if i == indices_index:
+                continue
+            if i == grad_index and indices_index is not None:
+                _check_sparse_grad(op, t, op.inputs[indices_index], var)
+            elif i < n_refs or i == grad_index:
                 if not var.shape.is_compatible_with(t.shape):
                     raise shape_error(op, f"'{name}' has shape {t.shape}, but 'var' has "
                                           f"shape {var.shape}; they must match")
@@ -51,6 +68,23 @@ def _shape_fn(op_type: str):
                 raise shape_error(op, f"'{name}' must be a scalar, but has shape {t.shape}")
         return [(var.dtype, var.shape)]
     return shape_fn
+
+
+def _check_indices(op, indices: Tensor, var: Tensor) -> None:
+    check_dtype(indices.dtype, (dtypes.int32, dtypes.int64), "indices")
+    if indices.shape.rank not in (None, 1):
+        raise shape_error(op, f"'indices' must be a vector, but has shape {indices.shape}")
+    if var.shape.rank == 0:
+        raise shape_error(op, "'var' must be at least 1 dimensional, but is a scalar")
+
+
+def _check_sparse_grad(op, grad: Tensor, indices: Tensor, var: Tensor) -> None:
+    if var.shape.rank is None or indices.shape.rank is None:
+        return
+    expected = TensorShape(indices.shape.dims + var.shape.dims[1:])
+    if not grad.shape.is_compatible_with(expected):
+        raise shape_error(op, f"'grad' has shape {grad.shape}, but indices.shape + "
+                              f"var.shape[1:] is {expected}; they must match")
 
 
 for _type, (_names, _refs, _, _) in SIGNATURES.items():
@@ -85,17 +119,21 @@ def apply_training_op(op_type: str, values: list, use_locking: bool = False,
       ValueError: shapes disagree, or an unknown attr is given.
     """
     names, n_refs, _, defaults = SIGNATURES[op_type]
-    unknown = set(attrs) - set(defaults)
+    unknown = set(attrs) - set(defaults) - {"Tindices"}
     if unknown:
         raise ValueError(f"{op_type} has no attr named {sorted(unknown)}")
     refs = [_ref(v, n) for v, n in zip(values[:n_refs], names)]
     graph = graph_of(refs[0])
     dtype = refs[0].dtype
     with graph.as_default(), graph.colocate_with(refs[0].op):
-        rest = [to_tensor(v, dtype, n, graph)
-                for v, n in zip(values[n_refs:], names[n_refs:])]
+        indices_index = SPARSE_INDICES.get(op_type)
+        rest = [convert_to_tensor(v, name=n, graph=graph) if i == indices_index
+                else to_tensor(v, dtype, n, graph)
+                for i, (v, n) in enumerate(zip(values, names)) if i >= n_refs]
+        if indices_index is not None:
+            attrs = {**attrs, "Tindices": rest[indices_index - n_refs].dtype}
         full = {"T": dtype, "use_locking": bool(use_locking), **defaults,
-                **{k: bool(v) for k, v in attrs.items()}}
+                **{k: v if k == "Tindices" else bool(v) for k, v in attrs.items()}}
         return graph.create_op(op_type, refs + rest, full, name=name or op_type).outputs[0]
 
 
@@ -128,3 +166,20 @@ def apply_adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, g
     return apply_training_op("ApplyAdam", [var, m, v, beta1_power, beta2_power, lr, beta1,
                                            beta2, epsilon, grad], use_locking, name,
                              use_nesterov=use_nesterov)
+
+
+def sparse_apply_momentum(var, accum, lr, grad, indices, momentum, use_locking: bool = False,
+                          use_nesterov: bool = False, name: Optional[str] = None) -> Tensor:
+    """For each i, row r = indices[i]: accum[r] = accum[r] * momentum + grad[i];
+    var[r] -= lr * accum[r] (or Nesterov's form); rows in order, so a repeated
+    index is applied twice (op SparseApplyMomentum)."""
+    return apply_training_op("SparseApplyMomentum", [var, accum, lr, grad, indices, momentum],
+                             use_locking, name, use_nesterov=use_nesterov)
+
+
+def sparse_apply_adagrad(var, accum, lr, grad, indices, use_locking: bool = False,
+                         update_slots: bool = True, name: Optional[str] = None) -> Tensor:
+    """For each i, row r = indices[i]: accum[r] += grad[i] ** 2;
+    var[r] -= lr * grad[i] / sqrt(accum[r]); rows in order (op SparseApplyAdagrad)."""
+    return apply_training_op("SparseApplyAdagrad", [var, accum, lr, grad, indices],
+                             use_locking, name, update_slots=update_slots)

@@ -1,5 +1,6 @@
 """AdagradOptimizer: accum += grad ** 2, var -= lr * grad / sqrt(accum) (op
-ApplyAdagrad); one "accumulator" slot per variable, starting at a positive value."""
+ApplyAdagrad, or SparseApplyAdagrad on a sparse gradient's rows); one "accumulator"
+slot per variable, starting at a positive value."""
 from __future__ import annotations
 
 from nbcluster.framework.constant import constant
@@ -44,4 +45,10 @@ class AdagradOptimizer(Optimizer):
         return training_ops.apply_adagrad(
             var, self.get_slot(var, "accumulator"),
             self._cast_like(self._learning_rate_tensor, var), grad,
+            use_locking=self._use_locking)
+
+    def _apply_sparse(self, grad, var):
+        return training_ops.sparse_apply_adagrad(
+            var, self.get_slot(var, "accumulator"),
+            self._cast_like(self._learning_rate_tensor, var), grad.values, grad.indices,
             use_locking=self._use_locking)

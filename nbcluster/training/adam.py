@@ -1,8 +1,18 @@
 """AdamOptimizer (Kingma & Ba): op ApplyAdam with slots "m" and "v" per variable and
-two beta-power accumulators, colocated with the first variable by name, as TF does."""
+two beta-power accumulators, colocated with the first variable by name, as TF does.
+
+A sparse gradient takes TF 1.15's composite path: m and v decay on every row
+(Assign), the gradient's rows are added (ScatterAdd), and the variable moves
+on every row whose m is nonzero (AssignSub): the same numbers as the dense
+update with the gradient made dense, without shipping a dense gradient. (Only
+contrib's LazyAdamOptimizer leaves untouched rows' m and v alone.)
+"""
 from __future__ import annotations
 
+from nbcluster.ops import control as control_ops
+from nbcluster.ops import math as math_ops
 from nbcluster.ops import training as training_ops
+from nbcluster.ops.state import scatter_add
 from nbcluster.training.optimizer import Optimizer, hyperparameter
 
 
@@ -54,6 +64,26 @@ class AdamOptimizer(Optimizer):
             cast(beta1_power.value(), var), cast(beta2_power.value(), var),
             cast(self._lr_t, var), cast(self._beta1_t, var), cast(self._beta2_t, var),
             cast(self._epsilon_t, var), grad, use_locking=self._use_locking)
+
+    def _apply_sparse(self, grad, var):
+        beta1_power, beta2_power = self._get_beta_accumulators(var.graph)
+        cast = self._cast_like
+        beta1_t, beta2_t = cast(self._beta1_t, var), cast(self._beta2_t, var)
+        lr = (cast(self._lr_t, var) * math_ops.sqrt(1 - cast(beta2_power.value(), var))
+              / (1 - cast(beta1_power.value(), var)))
+        graph, locking = var.graph, self._use_locking
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m_decayed = m.assign(m * beta1_t, use_locking=locking)
+        with graph.control_dependencies([m_decayed]):
+            m_t = scatter_add(m, grad.indices, grad.values * (1 - beta1_t),
+                              use_locking=locking)
+        v_decayed = v.assign(v * beta2_t, use_locking=locking)
+        with graph.control_dependencies([v_decayed]):
+            v_t = scatter_add(v, grad.indices, (grad.values * grad.values) * (1 - beta2_t),
+                              use_locking=locking)
+        step = lr * m_t / (math_ops.sqrt(v_t) + cast(self._epsilon_t, var))
+        var_update = var.assign_sub(step, use_locking=locking)
+        return control_ops.group(var_update, m_t, v_t)
 
     def _finish(self, update_ops, name_scope):
         graph = update_ops[0].graph

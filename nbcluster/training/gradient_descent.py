@@ -1,7 +1,10 @@
-"""GradientDescentOptimizer: var -= learning_rate * grad (op ApplyGradientDescent)."""
+"""GradientDescentOptimizer: var -= learning_rate * grad (op ApplyGradientDescent; a
+sparse gradient: ScatterSub of learning_rate * its rows, repeated rows adding up)."""
 from __future__ import annotations
 
+from nbcluster.ops import math as math_ops
 from nbcluster.ops import training as training_ops
+from nbcluster.ops.state import scatter_sub
 from nbcluster.training.optimizer import Optimizer, hyperparameter
 
 
@@ -29,3 +32,11 @@ class GradientDescentOptimizer(Optimizer):
         return training_ops.apply_gradient_descent(
             var, self._cast_like(self._learning_rate_tensor, var), grad,
             use_locking=self._use_locking)
+
+    def _apply_sparse_duplicate_indices(self, grad, var):
+        # ScatterSub adds up repeated rows itself, so no deduplication is needed.
+        delta = math_ops.multiply(grad.values, self._cast_like(self._learning_rate_tensor, var))
+        return scatter_sub(var, grad.indices, delta, use_locking=self._use_locking)
+
+    def _apply_sparse(self, grad, var):
+        return self._apply_sparse_duplicate_indices(grad, var)

@@ -1,5 +1,6 @@
 """MomentumOptimizer: accum = momentum * accum + grad, then var -= lr * accum
-(or TF's Nesterov form), op ApplyMomentum; one "momentum" slot per variable."""
+(or TF's Nesterov form), op ApplyMomentum (SparseApplyMomentum for a sparse
+gradient: only its rows' accumulators decay); one "momentum" slot per variable."""
 from __future__ import annotations
 
 from nbcluster.ops import training as training_ops
@@ -39,5 +40,12 @@ class MomentumOptimizer(Optimizer):
         return training_ops.apply_momentum(
             var, self.get_slot(var, "momentum"),
             self._cast_like(self._learning_rate_tensor, var), grad,
+            self._cast_like(self._momentum_tensor, var), use_locking=self._use_locking,
+            use_nesterov=self._use_nesterov)
+
+    def _apply_sparse(self, grad, var):
+        return training_ops.sparse_apply_momentum(
+            var, self.get_slot(var, "momentum"),
+            self._cast_like(self._learning_rate_tensor, var), grad.values, grad.indices,
             self._cast_like(self._momentum_tensor, var), use_locking=self._use_locking,
             use_nesterov=self._use_nesterov)

@@ -3,8 +3,9 @@
 Rule: an update is one fused op per variable (ops/training.py), built under
 `colocate_with(var.op)` so it runs where the variable lives; slots and the
 optimizer's other variables (Adam's beta powers) are colocated the same way.
-Subclasses fill in `_create_slots`, `_prepare`, `_apply_dense` and maybe
-`_finish`, as in TF.
+Subclasses fill in `_create_slots`, `_prepare`, `_apply_dense`, `_apply_sparse`
+and maybe `_finish`, as in TF. An IndexedSlices gradient (a gather's) is applied
+sparsely: only its rows cross to the variable's task and only they change.
 """
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ from typing import Optional
 from nbcluster.framework import dtypes
 from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import get_default_graph, graph_of
+from nbcluster.framework.indexed_slices import IndexedSlices
 from nbcluster.framework.operation import Operation, Tensor
 from nbcluster.ops import control as control_ops
 from nbcluster.ops import math as math_ops
+from nbcluster.ops.indexing import unique, unsorted_segment_sum
+from nbcluster.ops.shapes import shape
 from nbcluster.ops.state import GLOBAL_VARIABLES, TRAINABLE_VARIABLES, Variable
 from nbcluster.training import slot_creator
 
@@ -69,8 +73,9 @@ class Optimizer:
           gate_gradients: GATE_NONE, GATE_OP or GATE_GRAPH (all gradients gated together).
           aggregation_method, colocate_gradients_with_ops: passed to `gradients`.
           grad_loss: the gradient to start from instead of ones.
-        Returns: a list of (gradient, variable) pairs; the gradient is None where
-          the loss does not depend on the variable.
+        Returns: a list of (gradient, variable) pairs; the gradient is an
+          IndexedSlices where the loss reads the variable only through gathers,
+          None where the loss does not depend on the variable.
         Raises:
           ValueError: bad gate_gradients, no variables, or a non-float dtype.
           TypeError: a var_list entry is not a Variable.
@@ -95,7 +100,7 @@ class Optimizer:
                           aggregation_method=aggregation_method,
                           colocate_gradients_with_ops=colocate_gradients_with_ops)
         if gate_gradients == self.GATE_GRAPH and any(g is not None for g in grads):
-            grads = control_ops.tuple(grads)
+            grads = _gated(grads)
         return list(zip(grads, var_list))
 
     def apply_gradients(self, grads_and_vars, global_step=None,
@@ -103,7 +108,8 @@ class Optimizer:
         """Builds the update of every variable that has a gradient; returns the train op.
 
         Args:
-          grads_and_vars: (gradient, Variable) pairs, as compute_gradients gives.
+          grads_and_vars: (gradient, Variable) pairs, as compute_gradients gives;
+            an IndexedSlices gradient updates only its rows.
           global_step: a Variable incremented by one once every update ran.
           name: the name of the returned op (default: the optimizer's name).
         Returns: the Operation to run for one training step.
@@ -115,7 +121,11 @@ class Optimizer:
         for g, v in tuple(grads_and_vars):
             if not isinstance(v, Variable):
                 raise TypeError(f"Variable must be a tf.Variable: {v!r}")
-            if g is not None:
+            if isinstance(g, IndexedSlices):
+                if g.dtype != v.dtype.base_dtype:
+                    raise TypeError(f"Gradient of {v.name} has dtype {g.dtype.name}, but the "
+                                    f"variable is {v.dtype.name}: {g!r}")
+            elif g is not None:
                 try:
                     g = convert_to_tensor(g, dtype=v.dtype, graph=v.graph)
                 except (TypeError, ValueError) as e:
@@ -139,7 +149,9 @@ class Optimizer:
                         continue
                     with graph.name_scope("update_" + v.op.name), \
                             graph.colocate_with(v.op):
-                        update_ops.append(_as_op(self._apply_dense(g, v)))
+                        update = self._apply_sparse_duplicate_indices(g, v) \
+                            if isinstance(g, IndexedSlices) else self._apply_dense(g, v)
+                        update_ops.append(_as_op(update))
                 if global_step is None:
                     train_op = self._finish(update_ops, scope)
                 else:
@@ -227,6 +239,17 @@ class Optimizer:
     def _apply_dense(self, grad: Tensor, var: Variable):
         raise NotImplementedError(f"{type(self).__name__} does not implement _apply_dense")
 
+    def _apply_sparse_duplicate_indices(self, grad: IndexedSlices, var: Variable):
+        # As TF: a row named more than once is summed first, so the sparse update
+        # (Momentum's, Adagrad's, Adam's) sees each row once, as the dense one would.
+        rows, positions = unique(grad.indices)
+        summed = unsorted_segment_sum(grad.values, positions, shape(rows)[0])
+        return self._apply_sparse(IndexedSlices(summed, rows, grad.dense_shape), var)
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable):
+        raise NotImplementedError(f"{type(self).__name__} does not implement _apply_sparse "
+                                  f"(an IndexedSlices gradient for {var.name})")
+
     def _finish(self, update_ops: list, name_scope: str) -> Operation:
         return control_ops.group(*update_ops, name=name_scope)
 
@@ -238,6 +261,22 @@ class Optimizer:
     def _cast_like(value: Tensor, var: Variable) -> Tensor:
         """`value` in `var`'s dtype (hyperparameters are float32 by default)."""
         return math_ops.cast(value, var.dtype.base_dtype)
+
+
+def _gated(grads: list) -> list:
+    """GATE_GRAPH: every gradient (an IndexedSlices' values and indices too)
+    comes out only once all are computed."""
+    flat = []
+    for g in grads:
+        flat.extend([g.values, g.indices] if isinstance(g, IndexedSlices) else [g])
+    gated = iter(control_ops.tuple(flat))
+    out = []
+    for g in grads:
+        if isinstance(g, IndexedSlices):
+            out.append(IndexedSlices(next(gated), next(gated), g.dense_shape))
+        else:
+            out.append(next(gated))
+    return out
 
 
 def _var_key(var: Variable) -> tuple:

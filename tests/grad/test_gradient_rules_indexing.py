@@ -81,14 +81,15 @@ def test_gradient_matches_finite_differences(case, mode):
     check_gradient(case, fn, values, mode, 1e-6, 1e-6)
 
 
-def test_gather_gradient_is_dense_and_indices_get_none():
+def test_gather_gradient_is_sparse_and_indices_get_none():
     p = tf.placeholder(tf.float64, [4, 2])
     i = tf.placeholder(tf.int32, [None])
     gp, gi = tf.gradients(tf.reduce_sum(tf.gather(p, i)), [p, i])
-    assert gi is None and gp.shape.as_list() == [4, 2]
-    types = {op.type for op in tf.get_default_graph().get_operations()}
-    assert "UnsortedSegmentSum" in types
-    got = tf.Session().run(gp, {p: np.zeros((4, 2)), i: [3, 3, 0]})
+    assert gi is None and isinstance(gp, tf.IndexedSlices)
+    assert gp.shape.as_list() == [4, 2]
+    dense = tf.convert_to_tensor(gp)
+    assert dense.op.type == "UnsortedSegmentSum"
+    got = tf.Session().run(dense, {p: np.zeros((4, 2)), i: [3, 3, 0]})
     np.testing.assert_array_equal(got, [[1, 1], [0, 0], [0, 0], [2, 2]])
 
 

@@ -198,3 +198,28 @@ def test_boolean_mask_unknown_shapes_and_errors():
         tf.boolean_mask(x, True)
     with pytest.raises(ValueError, match=r"Shapes \[2\] and \[3\] are incompatible"):
         tf.boolean_mask(np.zeros((3, 2)), [True, False, True], axis=1)
+
+
+@pytest.mark.parametrize("dtype, out_idx", [(tf.int32, tf.int32), (tf.float32, tf.int64),
+                                            (tf.string, tf.int32)])
+def test_unique_keeps_first_appearance_order(dtype, out_idx):
+    raw = [7, 3, 7, 1, 3, 3, 9]
+    x = tf.constant([str(v).encode() for v in raw] if dtype == tf.string else raw, dtype)
+    y, idx = tf.unique(x, out_idx=out_idx)
+    assert y.shape.as_list() == [None] and idx.shape.as_list() == [7]
+    assert idx.dtype == out_idx and y.op.type == "Unique"
+    with tf.Session() as sess:
+        values, positions = sess.run([y, idx])
+        back = sess.run(tf.gather(y, idx))
+    expected = [7, 3, 1, 9]
+    assert [int(v) for v in values] == expected
+    assert positions.tolist() == [0, 1, 0, 2, 1, 1, 3] and positions.dtype == out_idx.as_numpy_dtype
+    assert [int(v) for v in back] == raw
+    with tf.Session() as sess:
+        empty_y, empty_idx = sess.run(tf.unique(tf.constant([], tf.int32)))
+    assert empty_y.size == 0 and empty_idx.size == 0
+
+
+def test_unique_refuses_a_matrix_naming_its_shape():
+    with pytest.raises(ValueError, match=r"unique expects a 1D vector, got shape \(2, 2\)"):
+        tf.unique(tf.constant([[1, 2], [3, 4]]))
