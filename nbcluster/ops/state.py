@@ -293,3 +293,21 @@ def _scatter_fn(op_type: str, locking_default: bool):
 scatter_update = _scatter_fn("ScatterUpdate", True)
 scatter_add = _scatter_fn("ScatterAdd", False)
 scatter_sub = _scatter_fn("ScatterSub", False)
+
+
+def _scatter_method(fn, name: str):
+    def method(self, sparse_delta, use_locking: bool = False, name=None):
+        if not hasattr(sparse_delta, "indices") or not hasattr(sparse_delta, "values"):
+            raise TypeError(f"sparse_delta is not IndexedSlices: {sparse_delta!r}")
+        return fn(self, sparse_delta.indices, sparse_delta.values, use_locking=use_locking,
+                  name=name)
+    method.__name__ = name
+    method.__doc__ = (f"{fn.__name__} of an IndexedSlices' rows (values at indices) into "
+                      f"this variable.\n\nRaises: TypeError: sparse_delta is not IndexedSlices.")
+    return method
+
+
+# TF1's RefVariable methods: the rows of an IndexedSlices (a sparse gradient, say)
+Variable.scatter_update = _scatter_method(scatter_update, "scatter_update")
+Variable.scatter_add = _scatter_method(scatter_add, "scatter_add")
+Variable.scatter_sub = _scatter_method(scatter_sub, "scatter_sub")

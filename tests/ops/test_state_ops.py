@@ -356,3 +356,17 @@ def test_report_uninitialized_variables_names_those_not_yet_initialized():
         assert sess.run(report).tolist() == [] and sess.run(only_b).tolist() == []
     with tf.Graph().as_default():
         assert tf.report_uninitialized_variables().shape.as_list() == [0]
+
+
+def test_variable_scatter_methods_take_indexed_slices():
+    v = tf.Variable(np.zeros((4, 2), np.float32))
+    rows = tf.IndexedSlices(tf.constant([[1.0, 2.0], [3.0, 4.0]]), tf.constant([3, 0]))
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        sess.run(v.scatter_add(rows))
+        sess.run(v.scatter_sub(tf.IndexedSlices(tf.constant([[1.0, 1.0]]), tf.constant([3]))))
+        out = sess.run(v.scatter_update(tf.IndexedSlices(tf.constant([[9.0, 9.0]]),
+                                                         tf.constant([1]))))
+    np.testing.assert_array_equal(out, [[3, 4], [9, 9], [0, 0], [0, 1]])
+    with pytest.raises(TypeError, match="sparse_delta is not IndexedSlices"):
+        v.scatter_add([[1.0, 2.0]])
