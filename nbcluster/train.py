@@ -15,6 +15,7 @@ from nbcluster.training.device_setter import (GreedyLoadBalancingStrategy, byte_
                                               replica_device_setter)
 from nbcluster.training.gradient_descent import GradientDescentOptimizer
 from nbcluster.training.momentum import MomentumOptimizer
+from nbcluster.training.moving_averages import ExponentialMovingAverage
 from nbcluster.training.optimizer import Optimizer
 from nbcluster.training.saver import (Saver, checkpoint_exists, get_checkpoint_state,
                                      latest_checkpoint, update_checkpoint_state)
@@ -23,6 +24,7 @@ from nbcluster.training.training_util import (create_global_step, get_global_ste
                                               get_or_create_global_step, global_step)
 
 __all__ = ["AdagradOptimizer", "AdamOptimizer", "ClusterDef", "ClusterSpec",
+           "ExponentialMovingAverage",
            "GradientDescentOptimizer", "GreedyLoadBalancingStrategy", "JobDef",
            "MomentumOptimizer", "Optimizer", "Saver", "Server", "ServerDef",
            "SyncReplicasOptimizer", "byte_size_load_fn", "checkpoint_exists",

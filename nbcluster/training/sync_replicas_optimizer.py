@@ -40,14 +40,15 @@ class SyncReplicasOptimizer(Optimizer):
       replicas_to_aggregate: gradients averaged per variable for one step.
       total_num_replicas: workers training (default replicas_to_aggregate);
         each step hands out max(this, replicas_to_aggregate) tokens.
-      variable_averages, variables_to_average: TF's moving averages; not
-        supported yet (nbcluster has no ExponentialMovingAverage).
+      variable_averages: an ExponentialMovingAverage the chief applies to
+        `variables_to_average` after each aggregated update (before the
+        step's tokens go out, so a worker's next step sees both).
       use_locking: passed to Optimizer.
       name: the name scope of the optimizer's ops.
     Raises:
       TypeError: opt is not an Optimizer.
       ValueError: a replica count is not a positive integer.
-      NotImplementedError: variable_averages was given.
+      ValueError: variables_to_average without variable_averages.
     Example:
       >>> opt = SyncReplicasOptimizer(GradientDescentOptimizer(0.1), replicas_to_aggregate=2)
       >>> train_op = opt.minimize(loss, global_step=global_step)
@@ -62,10 +63,12 @@ class SyncReplicasOptimizer(Optimizer):
         super().__init__(use_locking, name)
         if not isinstance(opt, Optimizer):
             raise TypeError(f"opt must be a tf.train.Optimizer, got {opt!r}")
-        if variable_averages is not None or variables_to_average is not None:
-            raise NotImplementedError("SyncReplicasOptimizer's variable_averages are not "
-                                      "supported yet")
+        if variables_to_average is not None and variable_averages is None:
+            raise ValueError("variables_to_average needs variable_averages (an "
+                             "ExponentialMovingAverage)")
         self._opt = opt
+        self._variable_averages = variable_averages
+        self._variables_to_average = variables_to_average
         self._replicas_to_aggregate = _positive_int(replicas_to_aggregate,
                                                     "replicas_to_aggregate")
         if total_num_replicas is None:
@@ -117,6 +120,9 @@ class SyncReplicasOptimizer(Optimizer):
                 pushes, aggregated = self._accumulate(graph, grads_and_vars)
             # The wrapped optimizer colocates each update with its variable.
             update_op = self._opt.apply_gradients(aggregated, global_step)
+            if self._variable_averages is not None:
+                with graph.control_dependencies([update_op]):
+                    update_op = self._variable_averages.apply(self._variables_to_average)
             train_op = self._build_tokens(graph, global_step, pushes, update_op)
             self.chief_init_op = control_ops.group(
                 self.local_step_init_op,

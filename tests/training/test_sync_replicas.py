@@ -94,6 +94,35 @@ def test_single_replica_trains_in_process():
         time.sleep(0.05)
 
 
+def test_the_chief_moves_the_averages_after_each_aggregated_step():
+    step = tf.train.get_or_create_global_step()
+    v = tf.Variable([4.0, -2.0], name="v")
+    ema = tf.train.ExponentialMovingAverage(0.5)
+    opt = _sync_opt(replicas=1, variable_averages=ema, variables_to_average=[v])
+    train_op = opt.minimize(tf.reduce_sum(v * v), global_step=step)
+    hooks = [opt.make_session_run_hook(is_chief=True), tf.train.StopAtStepHook(last_step=3)]
+    # each step: v -= LR * 2v, then shadow = (shadow + v) / 2, from shadow = v's start
+    want_v, want_shadow = np.array([4.0, -2.0]), np.array([4.0, -2.0])
+    for _ in range(3):
+        want_v = want_v - LR * 2 * want_v
+        want_shadow = 0.5 * want_shadow + 0.5 * want_v
+    with tf.train.MonitoredTrainingSession(hooks=hooks, log_step_count_steps=None) as sess:
+        raw = sess.raw_session()
+        while not sess.should_stop():
+            sess.run(train_op)
+        # the chief's runner applies asynchronously: the global step moves first,
+        # the averages right after, in the same run
+        deadline = time.monotonic() + 10
+        while not np.allclose(raw.run(ema.average(v)), want_shadow, rtol=1e-5):
+            assert time.monotonic() < deadline, raw.run([step, v, ema.average(v)])
+            time.sleep(0.01)
+        values, steps = raw.run([v, step])
+    np.testing.assert_allclose(values, want_v, rtol=1e-5)
+    assert steps == 3
+    with pytest.raises(ValueError, match="variables_to_average needs variable_averages"):
+        _sync_opt(variables_to_average=[v])
+
+
 # -- across processes --------------------------------------------------------------------
 def _build(spec, task: int):
     setter = tf.train.replica_device_setter(worker_device=f"/job:worker/task:{task}",
