@@ -14,9 +14,12 @@ from nbcluster.training.adam import AdamOptimizer
 from nbcluster.training.device_setter import (GreedyLoadBalancingStrategy, byte_size_load_fn,
                                               replica_device_setter)
 from nbcluster.training.gradient_descent import GradientDescentOptimizer
+from nbcluster.training.coordinator import Coordinator
 from nbcluster.training.momentum import MomentumOptimizer
 from nbcluster.training.moving_averages import ExponentialMovingAverage
 from nbcluster.training.optimizer import Optimizer
+from nbcluster.training.queue_runner import (QueueRunner, add_queue_runner,
+                                             start_queue_runners)
 from nbcluster.training.saver import (Saver, checkpoint_exists, get_checkpoint_state,
                                      latest_checkpoint, update_checkpoint_state)
 from nbcluster.training.sync_replicas_optimizer import SyncReplicasOptimizer
@@ -24,7 +27,8 @@ from nbcluster.training.training_util import (create_global_step, get_global_ste
                                               get_or_create_global_step, global_step)
 
 __all__ = ["AdagradOptimizer", "AdamOptimizer", "ClusterDef", "ClusterSpec",
-           "ExponentialMovingAverage",
+           "Coordinator", "ExponentialMovingAverage", "QueueRunner", "add_queue_runner",
+           "start_queue_runners",
            "GradientDescentOptimizer", "GreedyLoadBalancingStrategy", "JobDef",
            "MomentumOptimizer", "Optimizer", "Saver", "Server", "ServerDef",
            "SyncReplicasOptimizer", "byte_size_load_fn", "checkpoint_exists",

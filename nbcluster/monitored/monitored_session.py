@@ -16,8 +16,9 @@ from nbcluster.framework.graph import get_default_graph
 from nbcluster.monitored.hooked_run import hooked_run
 from nbcluster.monitored.session_creators import (ChiefSessionCreator, SessionCreator,
                                                   close_quietly)
+from nbcluster.training.coordinator import Coordinator
+from nbcluster.training.queue_runner import start_queue_runners
 from nbcluster.training.session_run_hook import check_hooks
-from nbcluster.monitored.timer import Coordinator
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ class MonitoredSession:
         self._creator = session_creator
         self._stop_grace_period_secs = stop_grace_period_secs
         self._coord = Coordinator()
+        self._threads: list = []
         self._stop_requested = False
         self._graph = get_default_graph()
         self._graph_was_finalized = self._graph.finalized
@@ -77,6 +79,8 @@ class MonitoredSession:
             try:
                 sess = self._creator.create_session()
                 self._coord.clear_stop()
+                # the graph's input threads (tf.train.add_queue_runner), as TF starts them
+                self._threads = start_queue_runners(sess, coord=self._coord)
                 for hook in self._hooks:
                     hook.after_create_session(sess, self._coord)
                 return sess
@@ -90,8 +94,16 @@ class MonitoredSession:
                 time.sleep(RETRY_SECS)
 
     def _drop_session(self) -> None:
+        # Stop first, then close: closing cancels the steps the threads are
+        # blocked in (a dequeue, a take), so they end at once, not after the grace.
+        self._coord.request_stop()
         sess, self._sess = self._sess, None
         close_quietly(sess)
+        threads, self._threads = self._threads, []
+        try:
+            self._coord.join(threads, self._stop_grace_period_secs, ignore_live_threads=True)
+        except PREEMPTION_ERRORS as e:  # the reason the session is being remade
+            logger.info("An input thread ended with %s", e.message)
 
     # -- running ---------------------------------------------------------------
     @property

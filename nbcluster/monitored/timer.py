@@ -5,7 +5,6 @@ themselves and ask the timer whether it is time.
 """
 from __future__ import annotations
 
-import threading
 import time
 from typing import Optional
 
@@ -62,43 +61,3 @@ class SecondOrStepTimer:
 
     def last_triggered_step(self) -> Optional[int]:
         return self._last_step
-
-
-class Coordinator:
-    """The stop flag a MonitoredSession shares with its hooks (tf.train.Coordinator's
-    stop half; nbcluster has no queue-runner threads to join).
-
-    Example:
-      >>> coord = Coordinator()
-      >>> coord.request_stop(); coord.should_stop()
-      True
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._exception: Optional[BaseException] = None
-
-    def request_stop(self, ex: Optional[BaseException] = None) -> None:
-        """Asks every user of this coordinator to stop; `ex`, if given, is raised
-        by raise_requested_exception() (the first one wins)."""
-        with self._lock:
-            if ex is not None and self._exception is None:
-                self._exception = ex
-            self._stop.set()
-
-    def should_stop(self) -> bool:
-        return self._stop.is_set()
-
-    def wait_for_stop(self, timeout: Optional[float] = None) -> bool:
-        return self._stop.wait(timeout)
-
-    def raise_requested_exception(self) -> None:
-        with self._lock:
-            if self._exception is not None:
-                raise self._exception
-
-    def clear_stop(self) -> None:
-        with self._lock:
-            self._stop.clear()
-            self._exception = None

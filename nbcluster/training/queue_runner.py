@@ -12,11 +12,13 @@ import threading
 from typing import Optional
 
 from nbcluster import errors
+from nbcluster.framework.graph import get_default_graph
 
 logger = logging.getLogger(__name__)
 
 # What a loop ends on when its session or queue goes away: a normal end.
 _CLOSED_ERRORS = (errors.CancelledError, errors.OutOfRangeError)
+QUEUE_RUNNERS = "queue_runners"  # TF's GraphKeys.QUEUE_RUNNERS
 
 
 class QueueRunner:
@@ -59,8 +61,8 @@ class QueueRunner:
 
         Args:
           sess: the Session the ops run in.
-          coord: a Coordinator (request_stop / should_stop); its stop ends the
-            loops, and an error of a loop is handed to its request_stop.
+          coord: a Coordinator; its stop ends the loops, an error of a loop is
+            handed to its request_stop, and its join waits for these threads.
           daemon: make the threads daemons.
           start: start them now.
         Returns: the threads.
@@ -68,6 +70,9 @@ class QueueRunner:
         threads = [threading.Thread(target=self._run, args=(sess, op, coord), daemon=daemon,
                                     name=f"{self.name}-runner-{i}")
                    for i, op in enumerate(self._enqueue_ops)]
+        if coord is not None:  # coord.join() then waits for them too
+            for thread in threads:
+                coord.register_thread(thread)
         if start:
             for thread in threads:
                 thread.start()
@@ -96,3 +101,39 @@ class QueueRunner:
     def _record(self, error: Optional[BaseException]) -> None:
         with self._lock:
             self._exceptions.append(error)
+
+
+def add_queue_runner(qr: QueueRunner, collection: str = QUEUE_RUNNERS) -> None:
+    """Puts `qr` in the graph's `collection`, where start_queue_runners finds it.
+
+    Raises:
+      TypeError: `qr` is not a QueueRunner.
+    """
+    if not isinstance(qr, QueueRunner):
+        raise TypeError(f"add_queue_runner takes a QueueRunner, not {qr!r}")
+    get_default_graph().add_to_collection(collection, qr)
+
+
+def start_queue_runners(sess=None, coord=None, daemon: bool = True, start: bool = True,
+                        collection: str = QUEUE_RUNNERS) -> list:
+    """Starts the threads of every QueueRunner in the graph's `collection`.
+
+    Args:
+      sess: the Session (default: the default session).
+      coord: a Coordinator the threads stop on (and report errors to).
+    Returns:
+      The threads (all of them, to `coord.join`).
+    Raises:
+      ValueError: no session given and none is the default.
+    """
+    if sess is None:
+        from nbcluster.framework.default_session import get_default_session
+        sess = get_default_session()
+        if sess is None:
+            raise ValueError("Cannot start queue runners: no default session is registered. "
+                             "Use `with sess.as_default()` or pass an explicit session to "
+                             "tf.start_queue_runners(sess=sess)")
+    threads = []
+    for qr in sess.graph.get_collection(collection):
+        threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon, start=start))
+    return threads
