@@ -2,6 +2,8 @@
 from nbcluster.ops.indexing import unsorted_segment_sum
 from nbcluster.ops.logic import (is_finite, is_inf, is_nan, logical_and, logical_not,
                                  logical_or, logical_xor)
+from nbcluster.ops.math import floordiv, floormod
+from nbcluster.ops.math import floormod as mod
 from nbcluster.ops.math import (abs, add, add_n, divide, equal, exp,  # noqa: A004
                                 greater, greater_equal, less, less_equal, log, maximum,
                                 minimum, multiply, negative, not_equal, pow, sign, sqrt,
@@ -10,7 +12,7 @@ from nbcluster.ops.reduction import (argmax, argmin, count_nonzero, reduce_all, 
                                      reduce_max, reduce_mean, reduce_min, reduce_sum)
 
 __all__ = ["abs", "add", "add_n", "argmax", "argmin", "count_nonzero", "divide", "equal",
-           "exp", "greater", "greater_equal", "is_finite", "is_inf", "is_nan", "less",
+           "exp", "floordiv", "floormod", "mod", "greater", "greater_equal", "is_finite", "is_inf", "is_nan", "less",
            "less_equal", "log", "logical_and", "logical_not", "logical_or", "logical_xor",
            "maximum", "minimum", "multiply", "negative", "not_equal", "pow", "reduce_all",
            "reduce_any", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "sign",

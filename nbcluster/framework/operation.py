@@ -98,7 +98,7 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
               "__truediv__", "__rtruediv__", "__neg__", "__matmul__", "__rmatmul__",
               "__pow__", "__getitem__", "__lt__", "__le__", "__gt__", "__ge__",
               "__abs__", "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__",
-              "__invert__"):
+              "__invert__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__"):
     setattr(Tensor, _name, _operator(_name))
 
 

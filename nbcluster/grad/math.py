@@ -63,6 +63,17 @@ def _realdiv_grad(op, grad):
                                                                               y), y)))
 
 
+@register_gradient("FloorDiv")
+def _floordiv_grad(op, grad):  # piecewise constant: no gradient, as TF
+    return [None, None]
+
+
+@register_gradient("FloorMod")
+def _floormod_grad(op, grad):  # x - floor(x / y) * y
+    x, y = op.inputs
+    return _pair(op, grad, m.multiply(grad, m.negative(m.floordiv(x, y))))
+
+
 def _select_by(mask: Tensor, op, grad) -> list:
     zeros = zeros_like(grad)
     return _pair(op, m.where_v2(mask, grad, zeros), m.where_v2(mask, zeros, grad))

@@ -52,6 +52,24 @@ for _type, _ufunc in _COMPARE.items():
     _elementwise(_type, _ufunc, np.bool_)
 
 
+def _floor_kernel(op_type: str, ufunc: str):
+    @register_kernel(op_type, *DEVICES)
+    def kernel(node, device):
+        xp = device.xp
+        integer = np.dtype(node.attrs["T"].as_numpy_dtype).kind in "iu"
+
+        def compute(ctx, x, y):
+            if integer and not bool(xp.all(y)):
+                raise errors.InvalidArgumentError(None, None, "Integer division by zero")
+            return (getattr(xp, ufunc)(x, y),)
+        return quiet(xp, compute)
+    return kernel
+
+
+_floor_kernel("FloorDiv", "floor_divide")
+_floor_kernel("FloorMod", "mod")  # numpy's mod takes the divisor's sign, as TF's FloorMod
+
+
 @register_kernel("Pow", *DEVICES)
 def _pow(node, device):
     xp = device.xp

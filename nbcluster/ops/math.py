@@ -104,6 +104,7 @@ _UNARY = {"Neg": NUMERIC, "Sign": NUMERIC, "Square": NUMERIC, "Sqrt": FLOAT_COMP
 _BINARY = {"AddV2": (NUMERIC, None), "Sub": (NUMERIC, None), "Mul": (NUMERIC, None),
            "RealDiv": (FLOAT_COMPLEX, None), "Maximum": (REAL, None),
            "Minimum": (REAL, None), "Pow": (FLOAT_COMPLEX + (dtypes.int32, dtypes.int64), None),
+           "FloorDiv": (REAL, None), "FloorMod": (REAL, None),
            "Equal": (ANY, dtypes.bool), "NotEqual": (ANY, dtypes.bool),
            "Less": (REAL, dtypes.bool), "LessEqual": (REAL, dtypes.bool),
            "Greater": (REAL, dtypes.bool), "GreaterEqual": (REAL, dtypes.bool)}
@@ -155,6 +156,19 @@ def realdiv(x, y, name=None) -> Tensor:
 _TRUEDIV = {dtypes.int8: dtypes.float32, dtypes.uint8: dtypes.float32,
             dtypes.int16: dtypes.float32, dtypes.uint16: dtypes.float32,
             dtypes.int32: dtypes.float64, dtypes.int64: dtypes.float64}
+
+
+def floordiv(x, y, name=None) -> Tensor:
+    """x // y element-wise, rounding toward minus infinity, as Python (op FloorDiv).
+
+    Raises: InvalidArgumentError at run time for an integer division by zero.
+    """
+    return _binary("FloorDiv", x, y, name)
+
+
+def floormod(x, y, name=None) -> Tensor:
+    """x % y element-wise with the sign of y, as Python (op FloorMod; tf.mod)."""
+    return _binary("FloorMod", x, y, name)
 
 
 def truediv(x, y, name=None) -> Tensor:
@@ -363,6 +377,9 @@ for _name, _fn, _scope in (("add", add, "add"), ("sub", subtract, "sub"),
     register_operator(f"__{_name}__", _forward(_fn, _scope))
     register_operator(f"__r{_name}__", _reflected(_fn, _scope))
 register_operator("__pow__", _forward(pow, "pow"))
+for _name, _fn, _scope in (("floordiv", floordiv, "floordiv"), ("mod", floormod, "mod")):
+    register_operator(f"__{_name}__", _forward(_fn, _scope))
+    register_operator(f"__r{_name}__", _reflected(_fn, _scope))
 register_operator("__neg__", lambda x: negative(x))
 register_operator("__abs__", lambda x: abs(x))
 for _name, _fn in (("__lt__", less), ("__le__", less_equal), ("__gt__", greater),

@@ -43,6 +43,9 @@ CASES = {
     "GatherV2-last-axis": (lambda p: tf.gather(p, np.array([1, 1], np.int64), axis=2),
                            [u(2, 2, 3)]),
     "UnsortedSegmentSum": (lambda d: tf.unsorted_segment_sum(d, [0, 2, 0, -1], 3), [u(4, 2)]),
+    # x / y kept away from integers, where FloorMod jumps
+    "FloorMod": (lambda x, y: tf.floormod(x, y),
+                 [np.array([[2.3, -2.6, 5.4]]), np.array([[1.5], [-2.5]])]),
     "UnsortedSegmentSum-matrix-ids": (
         lambda d: tf.unsorted_segment_sum(d, [[1, 0], [1, 1]], 2), [u(2, 2, 3)]),
     "Tile": (lambda x: tf.tile(x, [2, 3]), [u(2, 3)]),

@@ -242,3 +242,23 @@ def test_kernels_leave_read_only_inputs_untouched():
     run(fetches, {x: a})
     np.testing.assert_array_equal(a, saved[0])
     np.testing.assert_array_equal(b, saved[1])
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+def test_floordiv_and_floormod_round_like_python(dtype):
+    x = np.array([7, -7, 7, -7, 0], dtype)
+    y = np.array([2, 2, -2, -2, 3], dtype)
+    with tf.Session() as sess:
+        q, r, q2, r2 = sess.run([tf.floordiv(x, y), tf.floormod(x, y),
+                                 tf.constant(x) // 2, tf.constant(x) % 3])
+    np.testing.assert_array_equal(q, x // y)
+    np.testing.assert_array_equal(r, x % y)  # the divisor's sign, as Python and TF
+    np.testing.assert_array_equal(q2, x // 2)
+    np.testing.assert_array_equal(r2, x % 3)
+    assert tf.mod is tf.floormod and tf.math.floormod is tf.floormod
+
+
+def test_integer_floordiv_by_zero_is_an_error_naming_it():
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Integer division by zero"):
+            sess.run(tf.floordiv(tf.constant([1, 2]), tf.constant([1, 0])))
