@@ -57,6 +57,7 @@ from nbcluster.ops.state import (Variable, assign, assign_add, assign_sub, globa
                                  variables_initializer)
 from nbcluster.framework.graph_keys import GraphKeys
 from nbcluster.ops.readiness import report_uninitialized_variables
+from nbcluster.ops.partitioned_variables import PartitionedVariable, fixed_size_partitioner
 from nbcluster.ops.variable_scope import (AUTO_REUSE, VariableScope, get_variable,
                                           get_variable_scope, variable_scope)
 from nbcluster.ops.init_ops import Constant as constant_initializer

@@ -27,6 +27,7 @@ TF1_NAMES = [
     "clip_by_value", "clip_by_norm", "global_norm", "clip_by_global_norm", "reduce_all",
     "reduce_any", "count_nonzero", "scatter_update", "scatter_add", "scatter_sub", "math",
     "report_uninitialized_variables", "IndexedSlices", "IndexedSlicesValue", "unique",
+    "PartitionedVariable", "fixed_size_partitioner", "floordiv", "floormod", "mod",
 ]
 
 

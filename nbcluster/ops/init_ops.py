@@ -142,7 +142,9 @@ class VarianceScaling(Initializer):
     def __call__(self, shape, dtype=None, partition_info=None):
         dims = _full_shape(shape)
         dtype = self._dtype(dtype)
-        fan_in, fan_out = fans(dims)
+        # a shard of a partitioned variable scales by the whole variable's fans, as in TF
+        whole = getattr(partition_info, "full_shape", None)
+        fan_in, fan_out = fans(list(whole) if whole is not None else dims)
         n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[self.mode]
         variance = self.scale / max(1.0, n)
         if self.distribution in ("truncated_normal", "normal"):

@@ -13,10 +13,10 @@ from typing import Optional
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.graph import get_default_graph
-from nbcluster.framework.graph_keys import GraphKeys
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape
 from nbcluster.ops.init_ops import GlorotUniform, Zeros, as_initializer
+from nbcluster.ops.partitioned_variables import create_partitioned
 from nbcluster.ops.state import Variable
 
 
@@ -32,13 +32,14 @@ _STATE_KEY = "__variable_scope_state"
 class VariableScope:
     """One variable scope: its name and what it passes to `get_variable`.
 
-    `reuse` is False, True or AUTO_REUSE; `initializer` and `dtype` are the
-    defaults of variables created in it.
+    `reuse` is False, True or AUTO_REUSE; `initializer`, `dtype` and
+    `partitioner` are the defaults of variables created in it.
     """
 
     def __init__(self, reuse, name: str = "", initializer=None, dtype=dtypes.float32,
-                 name_scope: str = "") -> None:
+                 name_scope: str = "", partitioner=None) -> None:
         self.name, self.reuse, self.initializer = name, reuse, initializer
+        self.partitioner = partitioner
         self.dtype = dtypes.as_dtype(dtype)
         self.original_name_scope = name_scope
 
@@ -105,19 +106,18 @@ def variable_scope(name_or_scope=None, default_name: Optional[str] = None, value
     Args:
       name_or_scope: a name, or a VariableScope to re-enter exactly.
       default_name: used, made unique (`name_1`, ...), when `name_or_scope` is None.
-      initializer, dtype: defaults for the variables created inside.
+      initializer, dtype, partitioner: defaults for the variables created inside.
       reuse: True (only existing variables), AUTO_REUSE, or None to inherit;
         a scope inside a reusing scope reuses too.
     Yields:
       The VariableScope.
     Raises:
       ValueError: neither a name nor a default name, or a bad `reuse`.
-      NotImplementedError: a partitioner or custom getter (not supported).
+      NotImplementedError: a custom getter (not supported).
     """
     del values, regularizer, caching_device, use_resource, constraint
-    if partitioner is not None or custom_getter is not None:
-        raise NotImplementedError(f"variable_scope does not support partitioned variables "
-                                  f"or custom getters (got partitioner={partitioner!r}, "
+    if custom_getter is not None:
+        raise NotImplementedError(f"variable_scope does not support custom getters (got "
                                   f"custom_getter={custom_getter!r})")
     if reuse not in (None, True, False, AUTO_REUSE):
         raise ValueError(f"reuse must be True, False, None or tf.AUTO_REUSE, not {reuse!r}")
@@ -142,7 +142,9 @@ def variable_scope(name_or_scope=None, default_name: Optional[str] = None, value
         name_scope, base = None, parent
     reuse = reuse or base.reuse or False  # reusing is inherited, as in TF
     scope = VariableScope(reuse, full, initializer if initializer is not None
-                          else base.initializer, dtype if dtype is not None else base.dtype)
+                          else base.initializer, dtype if dtype is not None else base.dtype,
+                          partitioner=partitioner if partitioner is not None
+                          else base.partitioner)
     if not auxiliary_name_scope:
         scope.original_name_scope = name_scope or parent.original_name_scope
         with _entered(scope):
@@ -175,9 +177,9 @@ def get_variable(name: str, shape=None, dtype=None, initializer=None, regularize
         dtype differs; a value initializer with a shape; no shape to build from.
       NotImplementedError: a partitioner or custom getter.
     """
-    if partitioner is not None or custom_getter is not None:
-        raise NotImplementedError(f"get_variable does not support partitioned variables or "
-                                  f"custom getters (variable {name!r})")
+    if custom_getter is not None:
+        raise NotImplementedError(f"get_variable does not support custom getters (variable "
+                                  f"{name!r})")
     if not isinstance(name, str) or not name:
         raise ValueError(f"A variable needs a non-empty string name, not {name!r}")
     graph = get_default_graph()
@@ -192,8 +194,15 @@ def get_variable(name: str, shape=None, dtype=None, initializer=None, regularize
         raise ValueError(f"Variable {full} does not exist, or was not created with "
                          f"tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
                          f"VarScope?")
-    initial = _initial_value(full, shape, dtype, as_initializer(
-        initializer if initializer is not None else scope.initializer, dtype))
+    initializer = as_initializer(
+        initializer if initializer is not None else scope.initializer, dtype)
+    partitioner = partitioner if partitioner is not None else scope.partitioner
+    if partitioner is not None:
+        variable = _partitioned(full, shape, dtype, initializer, partitioner,
+                                True if trainable is None else trainable, collections)
+        state.variables[full] = variable
+        return variable
+    initial = _initial_value(full, shape, dtype, initializer)
     try:
         graph.get_operation_by_name(full)
     except KeyError:
@@ -207,6 +216,34 @@ def get_variable(name: str, shape=None, dtype=None, initializer=None, regularize
                         name=full + "/", dtype=None if from_value else dtype, shape=shape)
     state.variables[full] = variable
     return variable
+
+
+def _partitioned(full: str, shape, dtype, initializer, partitioner, trainable: bool,
+                 collections):
+    """The shards of a new partitioned variable `full` (partitioned_variables.py)."""
+    if shape is None or not TensorShape(shape).is_fully_defined():
+        raise ValueError(f"A partitioned variable ({full}) needs a fully defined shape, not "
+                         f"{TensorShape(shape)}")
+    initializer = initializer if initializer is not None else _default_initializer(full, dtype)
+    if not callable(initializer) or isinstance(initializer, Tensor):
+        raise ValueError(f"A partitioned variable ({full}) needs an initializer function "
+                         f"(each shard initializes its own part), not {initializer!r}")
+    shape = TensorShape(shape)
+    partitions = partitioner(shape=shape, dtype=dtype)
+
+    def make(name: str, shard_shape: list, info):
+        return Variable(lambda: initializer(shard_shape, dtype=dtype, partition_info=info),
+                        trainable=trainable, collections=collections, name=name + "/",
+                        dtype=dtype, shape=shard_shape)
+    return create_partitioned(full, shape, dtype, partitions, make)
+
+
+def _default_initializer(full: str, dtype):
+    if dtype.is_floating:
+        return GlorotUniform()
+    if dtype.is_integer or dtype.is_bool:
+        return Zeros()
+    raise ValueError(f"An initializer for variable {full} of type {dtype.name} is required")
 
 
 def _shared(found: Variable, full: str, scope: VariableScope, shape, dtype) -> Variable:
@@ -225,13 +262,7 @@ def _shared(found: Variable, full: str, scope: VariableScope, shape, dtype) -> V
 def _initial_value(full: str, shape, dtype, initializer):
     """A Tensor, or a callable building one (run inside the variable's scope)."""
     if initializer is None:
-        if dtype.is_floating:
-            initializer = GlorotUniform()
-        elif dtype.is_integer or dtype.is_bool:
-            initializer = Zeros()
-        else:
-            raise ValueError(f"An initializer for variable {full} of type {dtype.name} is "
-                             f"required")
+        initializer = _default_initializer(full, dtype)
     if callable(initializer) and not isinstance(initializer, Tensor):
         if shape is None or not TensorShape(shape).is_fully_defined():
             raise ValueError(f"Shape of a new variable ({full}) must be fully defined, but "

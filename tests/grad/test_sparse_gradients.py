@@ -154,8 +154,8 @@ def test_embedding_lookup_colocates_with_the_table_and_checks_its_arguments():
     assert rows.op.get_attr("_class") == ["loc:@emb"]
     clipped = tf.nn.embedding_lookup(table, [0, 3], max_norm=1.0)
     np.testing.assert_allclose(np.linalg.norm(_run_init(clipped), axis=1), [1.0, 1.0])
-    with pytest.raises(NotImplementedError, match="partitioned table"):
-        tf.nn.embedding_lookup([table, table], [0])
+    with pytest.raises(ValueError, match="Need at least one param"):
+        tf.nn.embedding_lookup([], [0])
     with pytest.raises(ValueError, match="partition strategy"):
         tf.nn.embedding_lookup(table, [0], partition_strategy="hash")
 

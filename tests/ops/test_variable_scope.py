@@ -111,8 +111,8 @@ def test_bad_get_variable_calls_name_the_variable():
         tf.get_variable("k", [2], initializer=tf.constant([1.0, 2.0]))
     with pytest.raises(ValueError, match="initializer for variable s of type string"):
         tf.get_variable("s", [1], dtype=tf.string)
-    with pytest.raises(NotImplementedError, match="partitioned"):
-        tf.get_variable("p", [4], partitioner=lambda *a: [2])
+    with pytest.raises(NotImplementedError, match="custom getters"):
+        tf.get_variable("p", [4], custom_getter=lambda getter, *a, **k: getter(*a, **k))
     with pytest.raises(ValueError, match="reuse must be"):
         with tf.variable_scope("r", reuse="yes"):
             pass
