@@ -156,8 +156,11 @@ class LocalLauncher:
                 f"--exit-with-parent={os.getpid()}"]
         try:
             with open(log_path, "ab") as log:
+                # Its own session: a terminal's ^C/^Z/hang-up goes to the owner, who stops
+                # the tasks, and a task stopped on purpose (SIGSTOP) is never resumed by
+                # the kernel's orphaned-group SIGCONT when some process of ours exits.
                 proc = spawn(argv, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                             stderr=subprocess.STDOUT)
+                             stderr=subprocess.STDOUT, start_new_session=True)
         except OSError as e:
             raise LaunchError(f"Cannot run {self.python!r}: {e.strerror or e}") from None
         return LocalProcess(proc)
