@@ -1,4 +1,4 @@
-"""Fetching a peer's tensors over its same-host data plane (an abstract Unix socket), else None.
+"""Calling a same-host peer over its data plane (an abstract Unix socket): tensors, RunGraph, RunStep.
 
 gRPC stays the control plane and the fallback: a peer that is not on this
 host's loopback, has no data plane, or has it turned off
@@ -14,40 +14,19 @@ from __future__ import annotations
 
 import atexit
 import functools
-import os
 import socket
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from nbcluster import errors
-from nbcluster.rpc import data_plane_wire as wire
+from nbcluster.rpc import data_plane_calls as calls, data_plane_wire as wire
+from nbcluster.rpc.data_plane_connections import (ENV, PROBE_S, Conn, alive,  # noqa: F401
+                                                   await_reply, enabled, socket_name)
 from nbcluster.rpc.status import remote_error
 
-ENV = "NBCLUSTER_DATA_PLANE"  # "grpc": tensors travel over gRPC only
-_LOOPBACK = ("localhost", "127.0.0.1", "::1", "0.0.0.0", "::", "")
 _IDLE_PER_PEER = 4
 NOT_SERVED = object()  # `recv_tensor`'s answer when the data plane cannot ask the peer
-
-
-def enabled() -> bool:
-    """Whether this process offers and uses the data plane (NBCLUSTER_DATA_PLANE != "grpc")."""
-    return os.environ.get(ENV, "unix").strip().lower() != "grpc"
-
-
-def socket_name(host: str, port: int) -> Optional[bytes]:
-    """The abstract socket name of the server at host:port, or None if host
-    is not a loopback address of this host.
-
-    Every loopback spelling of one port names one socket (a server bound to
-    "localhost" serves "127.0.0.1" too); another 127.x address is its own.
-    """
-    host = host.strip("[]").lower()
-    if host in _LOOPBACK:
-        host = "local"
-    elif not host.startswith("127."):
-        return None
-    return f"\0nbcluster/{host}:{port}".encode()
 
 
 def peer_for(address: str) -> Optional["DataPlanePeer"]:
@@ -64,37 +43,6 @@ def peer_for(address: str) -> Optional["DataPlanePeer"]:
         if peer is None:
             peer = _peers[name] = DataPlanePeer(name, f"worker {address}")
         return peer
-
-
-class _Conn:
-    """A pooled connection. A cancellation callback names the request it was
-    registered for: one that fires late must not shut down the next request's."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.reader = wire.FrameReader(sock)
-        self.cancelled = False
-        self.request = 0
-        self._lock = threading.Lock()
-
-    def begin(self) -> int:
-        with self._lock:
-            self.request += 1
-            return self.request
-
-    def end(self) -> None:
-        with self._lock:
-            self.request += 1
-
-    def cancel(self, request: int) -> None:
-        with self._lock:
-            if request != self.request:
-                return  # that request ended; the connection may serve another now
-            self.cancelled = True
-            try:
-                self.sock.shutdown(socket.SHUT_RDWR)  # wakes the reader; closing is its job
-            except OSError:
-                pass
 
 
 class DataPlanePeer:
@@ -140,10 +88,48 @@ class DataPlanePeer:
         cancellation = getattr(waiter, "cancellation", None)
         return next(self._replies(conn, {key}, cancellation))[0][1]
 
+    def call(self, kind: int, request, feeds: list, timeout: Optional[float],
+             label: Optional[str] = None, probe: Optional[Callable[[], None]] = None):
+        """A RunGraph (`kind` RUN_GRAPH) or RunStep (RUN_STEP) over the data
+        plane: (response message, [(name, ndarray)]), or NOT_SERVED when the
+        peer has no data plane. Nothing cancels it from here, as over gRPC: a
+        cancelled step's CleanupGraph makes the peer's RunGraph fail, and
+        that error comes back.
+
+        Args:
+          label: how errors name the peer (default: `self.label`).
+          probe: called every PROBE_S seconds while no reply has begun; it
+            raises (UnavailableError) when the peer stopped answering, as
+            gRPC's keepalive pings find a hung task (a stopped process keeps
+            its socket open, so nothing else would end the wait).
+        Raises:
+          OpError: as the gRPC path raises them.
+        """
+        label = label or self.label
+        conn = self._send(calls.encode_request(kind, request, feeds, timeout), timeout)
+        if conn is None:
+            return NOT_SERVED
+        conn.begin()
+        try:
+            if probe is not None:
+                await_reply(conn, probe)
+            reply = self._read(conn, functools.partial(calls.read_reply, kind=kind), label)
+        except BaseException:
+            conn.end()
+            conn.sock.close()  # the reply was not read to its end: the framing is lost
+            raise
+        self._release(conn)
+        if len(reply) == 3:  # (code, message, node): the peer's error
+            raise remote_error(*reply, label)
+        return reply
+
     def _request(self, kind: int, step_id: int, keys: list,
-                 timeout: Optional[float]) -> Optional[_Conn]:
+                 timeout: Optional[float]) -> Optional[Conn]:
         """A connection that carries the request now, or None (no data plane there)."""
-        frame = wire.encode_request(kind, step_id, keys, timeout)
+        return self._send([wire.encode_request(kind, step_id, keys, timeout)], timeout)
+
+    def _send(self, frame: list, timeout: Optional[float]) -> Optional[Conn]:
+        """A connection that carried `frame` (pieces for `send_all`), or None."""
         deadline = None if timeout is None else time.monotonic() + timeout
         for _ in range(2):  # an idle connection the peer closed meanwhile: once more, afresh
             conn = self._acquire()
@@ -153,14 +139,14 @@ class DataPlanePeer:
             try:
                 # 0 would make the socket non-blocking: the reads' deadline decides
                 conn.sock.settimeout(None if timeout is None else max(timeout, 1e-3))
-                wire.send_all(conn.sock, [frame])
+                wire.send_all(conn.sock, frame)
                 return conn
             except OSError:
                 conn.sock.close()
         raise errors.UnavailableError(None, None, f"{self.label}: its data plane closed "
                                                   f"the connection")
 
-    def _replies(self, conn: _Conn, left: set, cancellation):
+    def _replies(self, conn: Conn, left: set, cancellation):
         """The replies to the request `conn` carries: an iterator, but
         cancellation is registered now, before the first read."""
         request, token = conn.begin(), None
@@ -170,7 +156,7 @@ class DataPlanePeer:
                 conn.cancel(request)
         return self._read_replies(conn, left, cancellation, token)
 
-    def _read_replies(self, conn: _Conn, left: set, cancellation, token):
+    def _read_replies(self, conn: Conn, left: set, cancellation, token):
         finished = False
 
         def finish() -> None:
@@ -201,31 +187,31 @@ class DataPlanePeer:
                 conn.end()
                 conn.sock.close()  # replies may still come: the connection cannot be reused
 
-    def _read(self, conn: _Conn):
+    def _read(self, conn: Conn, read=wire.read_reply, label: Optional[str] = None):
+        label = label or self.label
         try:
-            return wire.read_reply(conn.reader)
+            return read(conn.reader)
         except socket.timeout:
             raise errors.DeadlineExceededError(
-                None, None, f"Deadline Exceeded waiting for {self.label}") from None
+                None, None, f"Deadline Exceeded waiting for {label}") from None
         except (wire.ConnectionClosed, OSError) as e:
             if conn.cancelled:
                 raise errors.CancelledError(None, None, f"Receiving tensors from "
-                                                        f"{self.label} was cancelled") from None
+                                                        f"{label} was cancelled") from None
             why = "closed the connection" if isinstance(e, wire.ConnectionClosed) else str(e)
-            raise errors.UnavailableError(None, None, f"{self.label}'s data plane {why}") \
-                from None
+            raise errors.UnavailableError(None, None, f"{label}'s data plane {why}") from None
 
-    def _acquire(self) -> Optional[_Conn]:
+    def _acquire(self) -> Optional[Conn]:
         while True:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
             if conn is None:
                 return self._connect()
-            if _alive(conn.sock):
+            if alive(conn.sock):
                 return conn
             conn.sock.close()
 
-    def _connect(self) -> Optional[_Conn]:
+    def _connect(self) -> Optional[Conn]:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(self.name)
@@ -235,9 +221,9 @@ class DataPlanePeer:
         if not wire.same_user(sock):  # someone else's socket under a task's name
             sock.close()
             return None
-        return _Conn(sock)
+        return Conn(sock)
 
-    def _release(self, conn: _Conn) -> None:
+    def _release(self, conn: Conn) -> None:
         conn.end()
         conn.reader.deadline = None
         try:
@@ -256,17 +242,6 @@ class DataPlanePeer:
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.sock.close()
-
-
-def _alive(sock: socket.socket) -> bool:
-    """Whether an idle connection is still open at the other end (no bytes may be waiting)."""
-    try:
-        sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    return False  # closed (b""), or bytes nobody asked for: either way not reusable
 
 
 def forget_all() -> None:

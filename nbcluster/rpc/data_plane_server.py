@@ -1,7 +1,8 @@
 """Serving this task's tensors to peers on the same host over an abstract Unix socket.
 
 Rules: a request is answered by the same `Worker.recv_tensors` /
-`recv_tensor` that gRPC's RecvTensors and RecvTensor handlers call, so
+`recv_tensor` / `serve_run_graph` / `serve_run_step` that gRPC's
+RecvTensors, RecvTensor, RunGraph and RunStep handlers call, so
 waiting, aborts, deadlines and byte counts are theirs; a bad request ends its
 connection with an error frame, never the server. One thread per connection
 blocks in recv and answers on its own (no hand-off: a wake-up costs ~80 µs);
@@ -19,8 +20,10 @@ import threading
 from typing import Optional
 
 from nbcluster import errors
-from nbcluster.rpc import data_plane_wire as wire
-from nbcluster.rpc.data_plane_client import enabled, socket_name
+from nbcluster.rpc import data_plane_calls as calls, data_plane_wire as wire
+from nbcluster.rpc.data_plane_connections import enabled, socket_name
+from nbcluster.rpc.master_service import serve_run_step
+from nbcluster.rpc.worker_service import serve_run_graph
 
 log = logging.getLogger("nbcluster.rpc")
 _JOIN_S = 5.0
@@ -37,17 +40,19 @@ class _Connection:
 
 
 class DataPlaneServer:
-    """The data plane of one server's worker.
+    """The data plane of one server's worker (and master).
 
     Args:
-      worker: the `Worker` whose tensors it serves.
+      worker: the `Worker` whose tensors and RunGraph it serves.
       name: the abstract socket name (`socket_name`).
+      master: the `Master` whose RunStep it serves, if any.
     Raises:
       OSError: the name is taken (another server of this host has it).
     """
 
-    def __init__(self, worker, name: bytes) -> None:
+    def __init__(self, worker, name: bytes, master=None) -> None:
         self._worker = worker
+        self._master = master
         self.name = name
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -67,7 +72,7 @@ class DataPlaneServer:
                                          daemon=True)
 
     @classmethod
-    def open(cls, host: str, port: int, worker) -> Optional["DataPlaneServer"]:
+    def open(cls, host: str, port: int, worker, master=None) -> Optional["DataPlaneServer"]:
         """The data plane for a server bound to host:port, or None: turned off
         (NBCLUSTER_DATA_PLANE=grpc), a host that is not this host's loopback, or
         the name is taken."""
@@ -75,7 +80,7 @@ class DataPlaneServer:
         if name is None or not enabled():
             return None
         try:
-            return cls(worker, name)
+            return cls(worker, name, master)
         except OSError as e:
             log.info("no data plane at %r: %s", name, e)
             return None
@@ -174,6 +179,8 @@ class DataPlaneServer:
             while not conn.gone:
                 try:
                     kind, step_id, keys, timeout = wire.read_request(reader)
+                    if kind in calls.REQUESTS:  # keys: the control bytes; the feeds follow
+                        keys = calls.read_request(reader, kind, step_id, keys)
                 except errors.DataLossError as e:
                     wire.send_all(conn.sock, [wire.encode_error(e)])
                     return  # the framing is lost: this connection cannot go on
@@ -189,6 +196,9 @@ class DataPlaneServer:
                 timeout: Optional[float]) -> None:
         worker = self._worker
         try:
+            if kind in calls.REQUESTS:
+                wire.send_all(conn.sock, self._call(kind, *keys, timeout))
+                return
             if kind == wire.SINGLE:
                 value = worker.recv_tensor(step_id, keys[0], timeout)
                 wire.send_all(conn.sock, wire.encode_batch([(keys[0], value)]))
@@ -204,6 +214,24 @@ class DataPlaneServer:
             log.exception("internal error answering a data-plane request")
             error = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
         wire.send_all(conn.sock, [wire.encode_error(error)])
+
+    def _call(self, kind: int, request, feeds: list, timeout: Optional[float]) -> list:
+        """The reply pieces to a RunGraph or RunStep: its result, or its error
+        as gRPC's handler would map it (a kernel's OSError included: it is not
+        the socket's)."""
+        try:
+            if kind == calls.RUN_STEP:
+                if self._master is None:
+                    raise errors.UnimplementedError(None, None, "RunStep: no master here")
+                return calls.encode_reply(*serve_run_step(self._master, request, feeds))
+            return calls.encode_reply(*serve_run_graph(self._worker, request, feeds, timeout))
+        except errors.OpError as e:
+            error = e
+        except Exception as e:  # noqa: BLE001 - a bug becomes INTERNAL, the server lives on
+            log.exception("internal error in %s over the data plane",
+                          calls.REQUESTS[kind].__name__)
+            error = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
+        return [wire.encode_error(error)]
 
     def _forget(self, conn: _Connection) -> None:
         fd = conn.sock.fileno()

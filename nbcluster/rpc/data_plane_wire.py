@@ -10,6 +10,8 @@ Layout (little-endian; a connection carries one request at a time):
               nkeys * (u32 len, key utf-8)
               kind 1 (STREAM): the keys, batched as they are produced (RecvTensors)
               kind 2 (SINGLE): the one key (RecvTensor)
+              kind 3 (RUN_GRAPH), 4 (RUN_STEP): nkeys is the length of the
+              control bytes that follow; `data_plane_calls` has the rest of those
     reply   = batch ... until every key came, or one error frame
     batch   = "B" u32 count, u32 headers_len, count * header, then the payloads in order
     header  = u32 key_len, key utf-8, u8 form, u64 nbytes, then for form 0:
@@ -34,7 +36,8 @@ from nbcluster.rpc.tensor_decoding import aligned_empty, decode_tensor
 from nbcluster.rpc.tensor_encoding import encode_tensor, encoded_size
 from nbcluster.rpc.tensor_values import BY_ENUM, ENUM_BY_NP
 
-STREAM, SINGLE = 1, 2
+STREAM, SINGLE, RUN_GRAPH, RUN_STEP = 1, 2, 3, 4
+_KINDS = (STREAM, SINGLE, RUN_GRAPH, RUN_STEP)
 _MAGIC = b"NBDP"
 _REQUEST = struct.Struct("<4sBqdI")
 _BATCH = struct.Struct("<cII")
@@ -47,13 +50,15 @@ _MAX_KEYS = 1 << 20
 _MAX_KEY = 64 << 10
 _MAX_HEADERS = 64 << 20
 _MAX_RANK = 64
+MAX_CONTROL = 64 << 20  # a RunGraph or RunStep message without its tensors
 
 
 class ConnectionClosed(EOFError):
     """The other end closed the connection (or it was shut down here)."""
 
 
-def _malformed(what: str) -> errors.DataLossError:
+def malformed(what: str) -> errors.DataLossError:
+    """The DataLossError for a frame that does not parse; `what` names the bad value."""
     return errors.DataLossError(None, None, f"Malformed data-plane frame: {what}")
 
 
@@ -80,6 +85,10 @@ class FrameReader:
         if not got:
             raise ConnectionClosed()
         return got
+
+    def buffered(self) -> bool:
+        """Whether bytes of the next frame were read already."""
+        return self._end > self._start
 
     def exact(self, n: int) -> memoryview:
         """The next `n` bytes (a view valid until the next read)."""
@@ -130,16 +139,21 @@ def send_all(sock: socket.socket, pieces: list) -> None:
 
 def encode_request(kind: int, step_id: int, keys: list, timeout: Optional[float]) -> bytes:
     """A request frame for `keys` of step `step_id`."""
-    parts = [_REQUEST.pack(_MAGIC, kind, step_id, -1.0 if timeout is None else timeout,
-                           len(keys))]
+    parts = [encode_request_head(kind, step_id, len(keys), timeout)]
     for key in keys:
         raw = key.encode()
         parts += [_U32.pack(len(raw)), raw]
     return b"".join(parts)
 
 
+def encode_request_head(kind: int, step_id: int, count: int, timeout: Optional[float]) -> bytes:
+    """A request frame's fixed head; `count` keys (or control bytes) follow."""
+    return _REQUEST.pack(_MAGIC, kind, step_id, -1.0 if timeout is None else timeout, count)
+
+
 def read_request(reader: FrameReader) -> tuple:
-    """(kind, step_id, keys, timeout) from the next request frame.
+    """(kind, step_id, keys, timeout) from the next request frame; for
+    RUN_GRAPH and RUN_STEP, `keys` is the control bytes (the caller reads the rest).
 
     Raises:
       ConnectionClosed: the peer closed the connection between requests.
@@ -147,25 +161,31 @@ def read_request(reader: FrameReader) -> tuple:
     """
     magic, kind, step_id, timeout, count = _REQUEST.unpack(reader.exact(_REQUEST.size))
     if magic != _MAGIC:
-        raise _malformed(f"request magic {bytes(magic)!r}, expected {_MAGIC!r}")
-    if kind not in (STREAM, SINGLE):
-        raise _malformed(f"request kind {kind}, expected {STREAM} or {SINGLE}")
+        raise malformed(f"request magic {bytes(magic)!r}, expected {_MAGIC!r}")
+    if kind not in _KINDS:
+        raise malformed(f"request kind {kind}, expected one of {_KINDS}")
+    timeout = None if timeout < 0 or math.isnan(timeout) else timeout
+    if kind in (RUN_GRAPH, RUN_STEP):
+        if count > MAX_CONTROL:
+            raise malformed(f"a request of kind {kind} with {count} control bytes "
+                            f"(at most {MAX_CONTROL})")
+        return kind, step_id, bytes(reader.exact(count)), timeout
     if count > _MAX_KEYS or (kind == SINGLE and count != 1):
-        raise _malformed(f"{count} keys in a request of kind {kind}")
+        raise malformed(f"{count} keys in a request of kind {kind}")
     keys = []
     for _ in range(count):
         (length,) = _U32.unpack(reader.exact(4))
         if length > _MAX_KEY:
-            raise _malformed(f"a key of {length} bytes (at most {_MAX_KEY})")
+            raise malformed(f"a key of {length} bytes (at most {_MAX_KEY})")
         keys.append(_text(reader.exact(length), "key"))
-    return kind, step_id, keys, None if timeout < 0 or math.isnan(timeout) else timeout
+    return kind, step_id, keys, timeout
 
 
 def _text(view: memoryview, what: str) -> str:
     try:
         return bytes(view).decode()
     except UnicodeDecodeError:
-        raise _malformed(f"{what} {bytes(view[:64])!r} is not utf-8") from None
+        raise malformed(f"{what} {bytes(view[:64])!r} is not utf-8") from None
 
 
 def encode_batch(pairs: list) -> list:
@@ -208,17 +228,22 @@ def read_reply(reader: FrameReader):
     """
     tag = bytes(reader.exact(1))
     if tag == b"X":
-        code, length = struct.unpack("<iI", reader.exact(8))
-        message = _text(reader.exact(length), "error message")
-        node = _text(reader.exact(_U32.unpack(reader.exact(4))[0]), "node name")
-        return code, message, node or None
+        return read_error(reader)
     if tag != b"B":
-        raise _malformed(f"reply tag {tag!r}, expected b'B' or b'X'")
+        raise malformed(f"reply tag {tag!r}, expected b'B' or b'X'")
     count, size = struct.unpack("<II", reader.exact(8))
     if size > _MAX_HEADERS or count > size:
-        raise _malformed(f"a batch of {count} tensors with {size} bytes of headers")
+        raise malformed(f"a batch of {count} tensors with {size} bytes of headers")
     entries = _parse_headers(bytes(reader.exact(size)), count)
     return [(key, _read_value(reader, form, nbytes, spec)) for key, form, nbytes, spec in entries]
+
+
+def read_error(reader: FrameReader) -> tuple:
+    """(code, message, node name or None): the rest of an error frame after its b"X"."""
+    code, length = struct.unpack("<iI", reader.exact(8))
+    message = _text(reader.exact(length), "error message")
+    node = _text(reader.exact(_U32.unpack(reader.exact(4))[0]), "node name")
+    return code, message, node or None
 
 
 def _parse_headers(head: bytes, count: int) -> list:
@@ -234,33 +259,33 @@ def _parse_headers(head: bytes, count: int) -> list:
             if form == 0:
                 enum, ndim = _ARRAY.unpack_from(head, at)
                 if ndim > _MAX_RANK:
-                    raise _malformed(f"rank {ndim} for tensor {key!r}")
+                    raise malformed(f"rank {ndim} for tensor {key!r}")
                 shape = struct.unpack_from(f"<{ndim}q", head, at + _ARRAY.size)
                 at += _ARRAY.size + 8 * ndim
                 spec = (_numpy_dtype(enum, key), shape)
                 _check_size(key, spec, nbytes)
             elif form != 1:
-                raise _malformed(f"tensor form {form} for {key!r}, expected 0 or 1")
+                raise malformed(f"tensor form {form} for {key!r}, expected 0 or 1")
             entries.append((key, form, nbytes, spec))
     except struct.error:
-        raise _malformed(f"batch headers end early ({len(head)} bytes for {count} tensors)") \
+        raise malformed(f"batch headers end early ({len(head)} bytes for {count} tensors)") \
             from None
     if at != len(head):
-        raise _malformed(f"{len(head) - at} stray bytes after {count} tensor headers")
+        raise malformed(f"{len(head) - at} stray bytes after {count} tensor headers")
     return entries
 
 
 def _numpy_dtype(enum: int, key: str) -> np.dtype:
     entry = BY_ENUM.get(enum)
     if entry is None or entry[3] is None:
-        raise _malformed(f"dtype enum {enum} for tensor {key!r}")
+        raise malformed(f"dtype enum {enum} for tensor {key!r}")
     return entry[3]
 
 
 def _check_size(key: str, spec: tuple, nbytes: int) -> None:
     npd, shape = spec
     if any(d < 0 for d in shape) or math.prod(shape) * npd.itemsize != nbytes:
-        raise _malformed(f"tensor {key!r} of shape {list(shape)} and dtype {npd} "
+        raise malformed(f"tensor {key!r} of shape {list(shape)} and dtype {npd} "
                          f"announces {nbytes} bytes")
 
 

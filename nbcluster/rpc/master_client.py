@@ -6,10 +6,12 @@ from typing import Optional
 from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.proto import config_pb2, master_pb2
-from nbcluster.rpc import channels
+from nbcluster.rpc import channels, data_plane_client
 from nbcluster.rpc.master_service import RUN_STEP_REQUEST, RUN_STEP_RESPONSE, SERVICE
 from nbcluster.rpc.calls import calling, unary_method
+from nbcluster.rpc.data_plane_calls import RUN_STEP
 from nbcluster.rpc.streaming import TensorStub
+from nbcluster.rpc.worker_client import GrpcWorkerClient
 
 _CONTROL_TIMEOUT = 60.0
 _STEP_TIMEOUT = 24 * 3600.0  # a step may block on a queue for as long as it likes
@@ -33,6 +35,15 @@ class GrpcMasterClient:
         self._close = method("CloseSession", master_pb2.CloseSessionResponse)
         self._list = method("ListDevices", master_pb2.ListDevicesResponse)
         self._reset = method("Reset", master_pb2.ResetResponse)
+        # A master on this host takes RunStep over its data plane (no gRPC round trip).
+        self._plane = data_plane_client.peer_for(address)
+        self._prober = None  # a GrpcWorkerClient, made when a step first waits long
+
+    def _probe(self) -> None:
+        # The task's worker service answers for it (gRPC keepalive's role on this path).
+        if self._prober is None:
+            self._prober = GrpcWorkerClient(self.address)
+        self._prober.probe()
 
     def _timeout(self, default: float) -> float:
         ms = self._config.operation_timeout_in_ms
@@ -65,8 +76,14 @@ class GrpcMasterClient:
             if options.timeout_in_ms > 0:
                 timeout = options.timeout_in_ms / 1000.0
         # The master enforces the step's own deadline; the RPC's is a backstop.
-        with calling(self._peer):
-            response, tensors = self._run(req, list(feeds.items()), timeout + 5.0)
+        reply = data_plane_client.NOT_SERVED
+        if self._plane is not None:
+            reply = self._plane.call(RUN_STEP, req, list(feeds.items()), timeout + 5.0,
+                                     self._peer, self._probe)
+        if reply is data_plane_client.NOT_SERVED:
+            with calling(self._peer):
+                reply = self._run(req, list(feeds.items()), timeout + 5.0)
+        response, tensors = reply
         values = dict(tensors)
         metadata = response.metadata if response.HasField("metadata") else None
         return [values[f] for f in fetches], metadata

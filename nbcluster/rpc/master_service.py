@@ -14,6 +14,28 @@ RUN_STEP_REQUEST = Layout(master_pb2.RunStepRequest, 2)     # feed = 2
 RUN_STEP_RESPONSE = Layout(master_pb2.RunStepResponse, 1)   # tensor = 1
 
 
+def serve_run_step(master, req, feeds: list) -> tuple:
+    """RunStep's logic for either transport (gRPC here, the same-host data plane).
+
+    Args:
+      master: the `Master`.
+      req: the RunStepRequest (its tensors apart, in `feeds`).
+      feeds: [(name, ndarray)].
+    Returns:
+      (RunStepResponse without tensors, [(fetch, ndarray)] in `req.fetch` order).
+    Raises:
+      OpError: the step failed (the master enforces the step's deadline).
+    """
+    options = req.options if req.HasField("options") else None
+    fetches = list(req.fetch)
+    values, metadata = master.run_step(req.session_handle, dict(feeds), fetches,
+                                       list(req.target), options)
+    response = master_pb2.RunStepResponse()
+    if metadata is not None:
+        response.metadata.CopyFrom(metadata)
+    return response, list(zip(fetches, values))
+
+
 def master_handler(master) -> grpc.GenericRpcHandler:
     def create_session(req, context):
         config = req.config if req.HasField("config") else None
@@ -27,14 +49,7 @@ def master_handler(master) -> grpc.GenericRpcHandler:
         return master_pb2.ExtendSessionResponse(new_graph_version=version)
 
     def run_step(req, feeds, context):
-        options = req.options if req.HasField("options") else None
-        fetches = list(req.fetch)
-        values, metadata = master.run_step(req.session_handle, dict(feeds), fetches,
-                                           list(req.target), options)
-        response = master_pb2.RunStepResponse()
-        if metadata is not None:
-            response.metadata.CopyFrom(metadata)
-        return response, list(zip(fetches, values))
+        return serve_run_step(master, req, feeds)
 
     def close_session(req, context):
         master.close_session(req.session_handle)

@@ -9,6 +9,7 @@ from nbcluster.distributed.transport import RunGraphResult
 from nbcluster.proto import worker_pb2
 from nbcluster.rpc import channels, data_plane_client, messages
 from nbcluster.rpc.calls import calling, unary_method
+from nbcluster.rpc.data_plane_calls import RUN_GRAPH
 from nbcluster.rpc.streaming import TensorStub
 from nbcluster.rpc.worker_service import (RECV_TENSOR_REQUEST, RECV_TENSOR_RESPONSE,
                                           RECV_TENSORS, RUN_GRAPH_REQUEST, RUN_GRAPH_RESPONSE,
@@ -72,6 +73,21 @@ class GrpcWorkerClient:
         return self._call(self._status, worker_pb2.GetStatusRequest(),
                           timeout or _CONTROL_TIMEOUT, wait_for_ready)
 
+    def probe(self) -> None:
+        """Returns if the task answers GetStatus within `data_plane_client.PROBE_S`.
+
+        Raises:
+          UnavailableError: it does not (it hangs or died), worded as gRPC's
+            keepalive failures are.
+        """
+        try:
+            self.get_status(timeout=data_plane_client.PROBE_S)
+        except (errors.UnavailableError, errors.DeadlineExceededError) as e:
+            raise errors.UnavailableError(
+                None, None, f"{self._peer} stopped answering (no reply to a status probe "
+                            f"while a call waited on it: the task hangs or died): "
+                            f"{e.message}") from None
+
     def create_worker_session(self, session_handle: str, isolate: bool,
                               server_def=None) -> None:
         req = worker_pb2.CreateWorkerSessionRequest(session_handle=session_handle,
@@ -100,9 +116,14 @@ class GrpcWorkerClient:
                   partition_graphs: bool) -> RunGraphResult:
         req = _run_graph_request(session_handle, graph_handle, step_id, fetches,
                                  collect_stats, partition_graphs)
+        timeout = timeout if timeout is not None else _STEP_TIMEOUT
+        if self._plane is not None:  # a peer on this host: skip gRPC's round trip
+            reply = self._plane.call(RUN_GRAPH, req, list(feeds.items()), timeout,
+                                     probe=self.probe)
+            if reply is not data_plane_client.NOT_SERVED:
+                return _run_graph_result(*reply)
         return _run_graph_result(*self._call_tensors(
-            self._run, req, list(feeds.items()),
-            timeout if timeout is not None else _STEP_TIMEOUT))
+            self._run, req, list(feeds.items()), timeout))
 
     def cleanup_graph(self, step_id: int) -> None:
         self._call(self._cleanup, worker_pb2.CleanupGraphRequest(step_id=step_id),

@@ -19,6 +19,32 @@ RECV_TENSOR_RESPONSE = Layout(worker_pb2.RecvTensorResponse, 1, named=False)  # 
 RECV_TENSORS = "RecvTensors"  # ours: a step's tensors from one task, streamed as they come
 
 
+def serve_run_graph(worker, req, sends: list, timeout) -> tuple:
+    """RunGraph's logic for either transport (gRPC here, the same-host data plane).
+
+    Args:
+      worker: the `Worker`.
+      req: the RunGraphRequest (its tensors apart, in `sends`).
+      sends: [(rendezvous key, ndarray)], the feeds.
+      timeout: seconds left to the caller's deadline, or None.
+    Returns:
+      (RunGraphResponse without tensors, [(key, ndarray)] in `recv_key` order).
+    Raises:
+      OpError: the step failed.
+    """
+    worker.bytes_received += sum(a.nbytes for _, a in sends if hasattr(a, "nbytes"))
+    fetches = list(req.recv_key)
+    result = worker.run_graph(req.session_handle, req.graph_handle, req.step_id,
+                              dict(sends), fetches, timeout,
+                              req.exec_opts.record_timeline,
+                              req.exec_opts.record_partition_graphs)
+    response = worker_pb2.RunGraphResponse()
+    if result.step_stats is not None:
+        response.step_stats.CopyFrom(result.step_stats)
+    response.partition_graph.extend(result.partition_graphs)
+    return response, [(f, result.fetches[f]) for f in fetches]
+
+
 def worker_handler(worker) -> grpc.GenericRpcHandler:
     def get_status(req, context):
         return worker.get_status()
@@ -44,17 +70,7 @@ def worker_handler(worker) -> grpc.GenericRpcHandler:
         return worker_pb2.DeregisterGraphResponse()
 
     def run_graph(req, sends, context):
-        worker.bytes_received += sum(a.nbytes for _, a in sends if hasattr(a, "nbytes"))
-        fetches = list(req.recv_key)
-        result = worker.run_graph(req.session_handle, req.graph_handle, req.step_id,
-                                  dict(sends), fetches, timeout_of(context),
-                                  req.exec_opts.record_timeline,
-                                  req.exec_opts.record_partition_graphs)
-        response = worker_pb2.RunGraphResponse()
-        if result.step_stats is not None:
-            response.step_stats.CopyFrom(result.step_stats)
-        response.partition_graph.extend(result.partition_graphs)
-        return response, [(f, result.fetches[f]) for f in fetches]
+        return serve_run_graph(worker, req, sends, timeout_of(context))
 
     def cleanup_graph(req, context):
         worker.cleanup_graph(req.step_id)

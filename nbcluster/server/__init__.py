@@ -151,8 +151,9 @@ class Server:
             sd.cluster.CopyFrom(ClusterSpec(cluster).as_cluster_def())
             self._cache.update_spec(ClusterSpec(cluster))
         self._port = bound
-        # Same-host peers fetch tensors over a Unix socket (rpc/data_plane_server.py).
-        self._data_plane = DataPlaneServer.open(host, bound, self._worker)
+        # Same-host peers fetch tensors, and run graphs and steps, over a Unix
+        # socket (rpc/data_plane_server.py).
+        self._data_plane = DataPlaneServer.open(host, bound, self._worker, self._master)
         self._target = f"grpc://localhost:{bound}"
 
     @property

@@ -50,6 +50,7 @@ def test_frequent_pings_during_a_long_step_are_accepted(monkeypatch):
         ("grpc.keepalive_time_ms", 1000), ("grpc.keepalive_timeout_ms", 2000),
         ("grpc.http2.ping_timeout_ms", 2000), ("grpc.http2.max_pings_without_data", 0)]
     monkeypatch.setattr(channels, "CHANNEL_OPTIONS", eager)
+    monkeypatch.setenv("NBCLUSTER_DATA_PLANE", "grpc")  # the step must wait on a gRPC call
     address = server.server_def.cluster.job[0].tasks[0]
     channels.forget(address)
     try:
