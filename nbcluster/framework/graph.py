@@ -244,6 +244,11 @@ class Graph:
     def finalize(self) -> None:
         self._finalized = True
 
+    def _unsafe_unfinalize(self) -> None:
+        """Makes a finalized graph editable again (TF's name: MonitoredSession undoes
+        the finalize it did once it closes)."""
+        self._finalized = False
+
     @property
     def finalized(self) -> bool:
         return self._finalized

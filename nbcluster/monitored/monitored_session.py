@@ -172,7 +172,7 @@ class MonitoredSession:
     def _unfinalize(self) -> None:
         # The graph is the user's: give it back as editable as it came.
         if not self._graph_was_finalized:
-            self._graph._finalized = False
+            self._graph._unsafe_unfinalize()
 
     def __enter__(self) -> "MonitoredSession":
         return self

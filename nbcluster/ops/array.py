@@ -17,8 +17,8 @@ from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from nbcluster.ops.shape_inference import (INDEX_TYPES, _contains_tensor, check_rank,
-                                           constant_value, merge_shapes, shape_error,
-                                           tensor_list)
+                                           constant_value, merge_shapes, per_dimension_rank,
+                                           shape_error, tensor_list)
 
 
 @register_op("Placeholder")
@@ -200,14 +200,10 @@ def index_tensor(value, name: str, graph) -> Tensor:
 @register_op("Tile")
 def _tile_shape(op):
     x, multiples = op.inputs
-    check_rank(op, 1, 1)
-    rank = x.shape.rank
-    length = multiples.shape[0] if multiples.shape.rank == 1 else None
-    if rank is not None and length is not None and rank != length:
-        raise shape_error(op, f"Dimension must be {rank} but is {length}")
+    rank = per_dimension_rank(op)
     value = constant_value(multiples)
-    if rank is None or value is None:
-        return [(x.dtype, unknown_shape(rank if rank is not None else length))]
+    if x.shape.rank is None or value is None:
+        return [(x.dtype, unknown_shape(rank))]
     if any(int(v) < 0 for v in value):
         raise shape_error(op, f"Expected multiples to be non-negative, got {value.tolist()}")
     return [(x.dtype, TensorShape([None if d is None else d * int(k)

@@ -27,6 +27,21 @@ def check_rank(op, index: int, rank: int) -> None:
         raise shape_error(op, f"Shape must be rank {rank} but is rank {shape.rank}")
 
 
+def per_dimension_rank(op) -> Optional[int]:
+    """The rank of input 0 as input 1 (a vector with one entry per dimension of
+    input 0: Tile's multiples, Transpose's perm) and input 0 agree on it, if known.
+
+    Raises: TF's shape error when input 1 is not a vector or its length is not the rank.
+    """
+    check_rank(op, 1, 1)
+    rank = op.inputs[0].shape.rank
+    vector = op.inputs[1].shape
+    length = vector[0] if vector.rank == 1 else None
+    if rank is not None and length is not None and rank != length:
+        raise shape_error(op, f"Dimension must be {rank} but is {length}")
+    return rank if rank is not None else length
+
+
 def merge_shapes(op, a: TensorShape, b: TensorShape, where: str = "") -> TensorShape:
     """The most specific shape compatible with both, or TF's merge error."""
     if a.rank is None:

@@ -19,7 +19,8 @@ from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape, list_str, scalar, unknown_shape
 from nbcluster.ops.array import index_tensor
-from nbcluster.ops.shape_inference import check_rank, constant_value, shape_error, shape_from_input
+from nbcluster.ops.shape_inference import (constant_value, per_dimension_rank, shape_error,
+                                           shape_from_input)
 
 
 # -- reshaping ----------------------------------------------------------------
@@ -45,14 +46,11 @@ def _reshape_shape(op):
 @register_op("Transpose")
 def _transpose_shape(op):
     x, perm_t = op.inputs
-    check_rank(op, 1, 1)
-    rank = x.shape.rank
-    length = perm_t.shape[0] if perm_t.shape.rank == 1 else None
-    if rank is not None and length is not None and rank != length:
-        raise shape_error(op, f"Dimension must be {rank} but is {length}")
+    known = per_dimension_rank(op)
     perm = constant_value(perm_t)
+    rank = x.shape.rank
     if perm is None or rank is None:
-        return [(x.dtype, unknown_shape(rank if rank is not None else length))]
+        return [(x.dtype, unknown_shape(known))]
     perm = [int(p) for p in perm]
     for p in perm:
         if not 0 <= p < rank:
