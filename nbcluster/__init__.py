@@ -25,7 +25,7 @@ from nbcluster.ops.control import group, no_op, stop_gradient, tuple  # noqa: A0
 from nbcluster.ops.math import floordiv, floormod
 from nbcluster.ops.math import floormod as mod
 from nbcluster.ops.math import (abs, add, add_n, cast, divide, equal, exp,  # noqa: A004
-                                greater, greater_equal, less, less_equal, log, maximum,
+                                greater, greater_equal, less, less_equal, log, log1p, maximum,
                                 minimum, multiply, negative, not_equal, pow, sign, sqrt,
                                 square, subtract, tanh, where_v2)
 from nbcluster.ops.linalg import matmul

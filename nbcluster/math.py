@@ -5,7 +5,7 @@ from nbcluster.ops.logic import (is_finite, is_inf, is_nan, logical_and, logical
 from nbcluster.ops.math import floordiv, floormod
 from nbcluster.ops.math import floormod as mod
 from nbcluster.ops.math import (abs, add, add_n, divide, equal, exp,  # noqa: A004
-                                greater, greater_equal, less, less_equal, log, maximum,
+                                greater, greater_equal, less, less_equal, log, log1p, maximum,
                                 minimum, multiply, negative, not_equal, pow, sign, sqrt,
                                 square, subtract, tanh)
 from nbcluster.ops.reduction import (argmax, argmin, count_nonzero, reduce_all, reduce_any,
@@ -13,7 +13,7 @@ from nbcluster.ops.reduction import (argmax, argmin, count_nonzero, reduce_all, 
 
 __all__ = ["abs", "add", "add_n", "argmax", "argmin", "count_nonzero", "divide", "equal",
            "exp", "floordiv", "floormod", "mod", "greater", "greater_equal", "is_finite", "is_inf", "is_nan", "less",
-           "less_equal", "log", "logical_and", "logical_not", "logical_or", "logical_xor",
+           "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor",
            "maximum", "minimum", "multiply", "negative", "not_equal", "pow", "reduce_all",
            "reduce_any", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "sign",
            "sqrt", "square", "subtract", "tanh", "unsorted_segment_sum"]

@@ -4,7 +4,9 @@ from nbcluster.ops.nn import (relu, sigmoid, softmax, softmax_cross_entropy_with
                               sparse_softmax_cross_entropy_with_logits)
 from nbcluster.ops.math import tanh
 from nbcluster.ops.embedding import embedding_lookup
+from nbcluster.ops.sigmoid_losses import (sigmoid_cross_entropy_with_logits,
+                                          weighted_cross_entropy_with_logits)
 
-__all__ = ["embedding_lookup", "relu", "sigmoid", "softmax", "softmax_cross_entropy_with_logits",
-           "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
-           "tanh"]
+__all__ = ["embedding_lookup", "relu", "sigmoid", "sigmoid_cross_entropy_with_logits", "softmax",
+           "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
+           "tanh", "weighted_cross_entropy_with_logits"]

@@ -8,7 +8,9 @@ again elsewhere, and the worker is used again once it answers.
 """
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Optional
 
@@ -25,6 +27,10 @@ MIN_PROBE_INTERVAL_S = 0.1
 # A worker back up is noticed within about this long, plus the shared channel's
 # reconnect backoff (at most 1 s, `rpc.channels`).
 MAX_PROBE_INTERVAL_S = 1.0
+# Tasks start in any order (Kubernetes, Slurm): a ps not up yet is waited for
+# this long at the start, as TF's master waits for its workers, then it is fatal.
+START_WAIT_S = 60.0
+START_LOG_EVERY_S = 10.0
 
 
 def probe(address: str, timeout: float = PROBE_TIMEOUT_S) -> Optional[tuple]:
@@ -59,23 +65,45 @@ class ClusterHealth:
     Args:
       spec: the cluster (jobs "ps" and "worker").
       probe_timeout: seconds one GetStatus may take.
+      start_wait: seconds to wait at the start for every ps task to answer.
     Raises:
-      UnavailableError: a ps task does not answer at the start.
+      UnavailableError: a ps task has not answered within `start_wait`.
     """
 
-    def __init__(self, spec: ClusterSpec, probe_timeout: float = PROBE_TIMEOUT_S) -> None:
+    def __init__(self, spec: ClusterSpec, probe_timeout: float = PROBE_TIMEOUT_S,
+                 start_wait: Optional[float] = None) -> None:
         self._address = {(job, i): spec.task_address(job, i)
                          for job in ("ps", "worker") for i in spec.task_indices(job)}
         self._timeout = probe_timeout
         self._lock = threading.Lock()
-        self._incarnation: dict = {}
-        for task, address in self._address.items():
-            found = probe(address, probe_timeout)
-            if found is None and task[0] == "ps":
+        self._incarnation = {task: probe(address, probe_timeout)
+                             for task, address in self._address.items()}
+        self._wait_for_ps(START_WAIT_S if start_wait is None else start_wait)
+
+    def _wait_for_ps(self, start_wait: float) -> None:
+        """Asks the ps tasks that did not answer again until they do or `start_wait` ends;
+        workers need no wait (a worker that comes up later is used from then on)."""
+        began = time.monotonic()
+        logged = began
+        while True:
+            missing = [t for t in sorted(self._address)
+                       if t[0] == "ps" and self._incarnation[t] is None]
+            if not missing:
+                return
+            now = time.monotonic()
+            if now - began >= start_wait:
+                task = missing[0]
                 raise errors.UnavailableError(
-                    None, None, f"Parameter server {task_name(*task)} at {address} is not "
-                                f"reachable (GetStatus failed within {probe_timeout:g}s)")
-            self._incarnation[task] = found
+                    None, None, f"Parameter server {task_name(*task)} at "
+                                f"{self._address[task]} is not reachable (no answer to "
+                                f"GetStatus within {start_wait:g}s of the start)")
+            if now - logged >= START_LOG_EVERY_S:
+                logged = now
+                print(f"ClusterCoordinator still waiting for "
+                      f"{', '.join(task_name(*t) for t in missing)}", file=sys.stderr)
+            time.sleep(MIN_PROBE_INTERVAL_S)
+            for task in missing:
+                self._incarnation[task] = probe(self._address[task], self._timeout)
 
     def is_up(self, worker: int) -> bool:
         with self._lock:

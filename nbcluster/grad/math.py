@@ -144,6 +144,11 @@ def _log_grad(op, grad):
     return [m.realdiv(grad, op.inputs[0])]
 
 
+@register_gradient("Log1p")
+def _log1p_grad(op, grad):
+    return [m.realdiv(grad, m.add(op.inputs[0], 1.0))]
+
+
 @register_gradient("Tanh")
 def _tanh_grad(op, grad):
     y = op.outputs[0]

@@ -100,7 +100,7 @@ def _binary_shape(allowed: tuple, out_dtype: Optional[dtypes.DType] = None):
 
 
 _UNARY = {"Neg": NUMERIC, "Sign": NUMERIC, "Square": NUMERIC, "Sqrt": FLOAT_COMPLEX,
-          "Exp": FLOAT_COMPLEX, "Log": FLOAT_COMPLEX, "Tanh": FLOAT_COMPLEX, "Abs": REAL}
+          "Exp": FLOAT_COMPLEX, "Log": FLOAT_COMPLEX, "Log1p": FLOAT_COMPLEX, "Tanh": FLOAT_COMPLEX, "Abs": REAL}
 _BINARY = {"AddV2": (NUMERIC, None), "Sub": (NUMERIC, None), "Mul": (NUMERIC, None),
            "RealDiv": (FLOAT_COMPLEX, None), "Maximum": (REAL, None),
            "Minimum": (REAL, None), "Pow": (FLOAT_COMPLEX + (dtypes.int32, dtypes.int64), None),
@@ -215,6 +215,11 @@ def exp(x, name=None) -> Tensor:
 
 def log(x, name=None) -> Tensor:
     return _unary("Log", x, name)
+
+
+def log1p(x, name=None) -> Tensor:
+    """log(1 + x), accurate for small x."""
+    return _unary("Log1p", x, name)
 
 
 def tanh(x, name=None) -> Tensor:

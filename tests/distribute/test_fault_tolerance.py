@@ -2,6 +2,7 @@
 worker is used again once back; a ps failure is an error in bounded time, never a hang;
 the same when a task hangs (SIGSTOP) instead of dying."""
 import signal
+import threading
 import time
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 import nbcluster as tf
 from nbcluster import errors
+from nbcluster.distribute import failure_handling
 from nbcluster.distribute.experimental.coordinator import PerWorkerValues
 from nbcluster.function import function
 
@@ -126,12 +128,32 @@ def test_a_worker_down_at_the_start_is_used_once_it_is_up(strategy, ps_cluster):
         coordinator.close()
 
 
-def test_a_coordinator_cannot_start_without_its_ps(strategy, ps_cluster):
+def test_a_coordinator_cannot_start_without_its_ps(strategy, ps_cluster, monkeypatch):
+    monkeypatch.setattr(failure_handling, "START_WAIT_S", 3.0)
     ps_cluster.kill("ps", 0)
     start = time.monotonic()
     with pytest.raises(errors.UnavailableError, match="Parameter server /job:ps.*not reachable"):
         tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
     assert time.monotonic() - start < 15
+
+
+def test_a_coordinator_waits_for_a_ps_that_starts_later(strategy, ps_cluster):
+    """Tasks start in any order: a ps that comes up 3 s after the coordinator is waited for."""
+    ps_cluster.kill("ps", 0)
+    later = threading.Timer(3.0, ps_cluster.restart, args=("ps", 0))
+    later.start()
+    try:
+        coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
+    finally:
+        later.join()
+    try:
+        step, counter, _ = counting_step(strategy)
+        for _ in range(4):
+            coordinator.schedule(step, args=(ONE_HOT, np.ones((8, 64), np.float32)))
+        coordinator.join()
+        assert coordinator.fetch(counter) == 4
+    finally:
+        coordinator.close()
 
 
 def test_a_hung_worker_s_closures_run_elsewhere(strategy, coordinator, ps_cluster):

@@ -65,6 +65,7 @@ CASES = {
     "Sqrt": (tf.sqrt, [pos(2, 3)]),
     "Exp": (tf.exp, [u(2, 3)]),
     "Log": (tf.log, [pos(2, 3)]),
+    "Log1p": (tf.log1p, [pos(2, 3)]),
     "Tanh": (tf.tanh, [u(2, 3)]),
     "Abs": (tf.abs, [away_from_zero(2, 3)]),
     "Cast": (lambda x: tf.cast(tf.cast(x, tf.float32), tf.float64), [u(2, 3)]),
