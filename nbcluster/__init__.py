@@ -76,6 +76,7 @@ from nbcluster.proto.config_pb2 import (ConfigProto, GPUOptions, GraphOptions,
 from nbcluster.proto.graph_pb2 import GraphDef, NodeDef
 from nbcluster.function import TensorSpec, function
 from nbcluster import compat, distribute, train
+from nbcluster import tf_logging as logging
 
 __version__ = "0.1.0"
 
