@@ -48,9 +48,11 @@ def main(_):
     data = mnist_data.read_data_sets(seed=FLAGS.task_index)
     hooks = [tf.train.StopAtStepHook(last_step=FLAGS.train_steps)]
     losses = []
+    # A worker's session needs the ps and itself only, not a peer that may have finished.
+    config = tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:%d" % FLAGS.task_index])
     with tf.train.MonitoredTrainingSession(master=server.target,
                                            is_chief=(FLAGS.task_index == 0),
-                                           hooks=hooks) as mon_sess:
+                                           hooks=hooks, config=config) as mon_sess:
         while not mon_sess.should_stop():
             batch_xs, batch_ys = data.train.next_batch(100)
             _, loss_value = mon_sess.run([train_op, loss], feed_dict={x: batch_xs, y_: batch_ys})

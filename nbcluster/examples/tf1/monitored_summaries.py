@@ -63,7 +63,11 @@ def main(_):
                                            checkpoint_dir=FLAGS.log_dir, hooks=hooks,
                                            save_summaries_steps=20,
                                            save_checkpoint_secs=None,
-                                           save_checkpoint_steps=100) as sess:
+                                           save_checkpoint_steps=100,
+                                           config=tf.ConfigProto(device_filters=[
+                                               "/job:ps",
+                                               "/job:worker/task:%d" % FLAGS.task_index])
+                                           ) as sess:
         while not sess.should_stop():
             xs, ys = data.train.next_batch(FLAGS.batch_size)
             _, value = sess.run([train_op, loss], feed_dict={x: xs, y_: ys})

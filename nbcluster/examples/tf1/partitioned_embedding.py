@@ -55,7 +55,10 @@ def main(args):
     losses = []
     with tf.train.MonitoredTrainingSession(
             master=server.target, is_chief=(args.task_index == 0),
-            hooks=[tf.train.StopAtStepHook(last_step=args.train_steps)]) as sess:
+            hooks=[tf.train.StopAtStepHook(last_step=args.train_steps)],
+            config=tf.ConfigProto(device_filters=["/job:ps",
+                                                  "/job:worker/task:%d" % args.task_index])
+    ) as sess:
         while not sess.should_stop():
             xs, ys = next(data)
             _, value = sess.run([train_op, loss], {ids: xs, labels: ys})

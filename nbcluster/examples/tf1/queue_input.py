@@ -51,7 +51,10 @@ def main(_):
     losses = []
     with tf.train.MonitoredTrainingSession(
             master=server.target, is_chief=(FLAGS.task_index == 0),
-            hooks=[tf.train.StopAtStepHook(last_step=FLAGS.train_steps)]) as sess:
+            hooks=[tf.train.StopAtStepHook(last_step=FLAGS.train_steps)],
+            config=tf.ConfigProto(device_filters=["/job:ps",
+                                                  "/job:worker/task:%d" % FLAGS.task_index])
+    ) as sess:
         while not sess.should_stop():
             _, value = sess.run([train_op, loss])
             losses.append(value)

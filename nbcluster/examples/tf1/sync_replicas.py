@@ -48,8 +48,9 @@ def main(_):
              tf.train.StopAtStepHook(last_step=FLAGS.train_steps)]
     data = mnist_data.read_data_sets(seed=FLAGS.task_index)
     losses = []
+    config = tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:%d" % FLAGS.task_index])
     with tf.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief,
-                                           hooks=hooks) as sess:
+                                           hooks=hooks, config=config) as sess:
         while not sess.should_stop():
             xs, ys = data.train.next_batch(64)
             _, value = sess.run([train_op, loss], {x: xs, y_: ys})

@@ -43,7 +43,8 @@ def main():
 
     data = mnist_data.read_data_sets(seed=resolver.task_id)
     losses = []
-    with tf.Session(server.target) as sess:
+    config = tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:%d" % resolver.task_id])
+    with tf.Session(server.target, config=config) as sess:
         if is_chief:
             sess.run(init)
         else:
