@@ -122,6 +122,38 @@ class Cluster:
         return cls._started(tasks, launcher, name, config, timeout, devices)
 
     @classmethod
+    def slurm(cls, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None,
+              partition: Optional[str] = None, time=None, nodes: Optional[int] = None,
+              cpus_per_task: Optional[int] = None, gpus_per_task: Optional[int] = None,
+              sbatch_options=(), python: Optional[str] = None, env: Optional[dict] = None,
+              config=None, timeout: float = 60.0, wait: bool = True,
+              name: Optional[str] = None) -> "Cluster":
+        """Asks Slurm for one allocation holding every task; each task is an srun step in it.
+
+        Args:
+          partition, time, nodes, cpus_per_task, gpus_per_task: sbatch's options
+            (time: minutes, or "HH:MM:SS"); cpus and gpus are per task.
+          sbatch_options: more sbatch options, e.g. ("--mem-per-cpu=2G",).
+          python: the nodes' interpreter that imports nbcluster (default: this one).
+          env: environment variables for the tasks (never on a command line).
+          timeout: seconds for the allocation and every task (with `wait`).
+          wait: wait for the allocation and the tasks; False: return at once
+            (status() shows the job id and why it pends; wait_ready() starts it).
+        Returns:
+          A SlurmCluster (`job_id`, `job_script()`, `job_state()`).
+        Raises:
+          LaunchError: Slurm refused or can never satisfy the request (naming
+            why), the allocation still pends after `timeout` (naming squeue's
+            reason), or a task did not start. The job is cancelled then.
+        """
+        from nbcluster.launch.slurm_cluster import SlurmCluster
+        options = dict(partition=partition, time=time, nodes=nodes,
+                       cpus_per_task=cpus_per_task, gpus_per_task=gpus_per_task,
+                       sbatch_options=sbatch_options, python=python, env=env)
+        return SlurmCluster.submit(job_counts(ps, worker, jobs), options, config=config,
+                                   timeout=timeout, wait=wait, name=name)
+
+    @classmethod
     def from_spec(cls, spec, launcher="local", *, config=None, timeout: float = 60.0,
                   name: Optional[str] = None, devices: Optional[dict] = None,
                   **launcher_options) -> "Cluster":
@@ -242,7 +274,9 @@ class Cluster:
         code = task.process.poll()
         if self._launcher.kind == "local" or code is None:
             return code
-        return code if self._launcher.kind == "ssh" and 0 <= code < 255 else None
+        # ssh passes on its server's status except 255; srun too, below 128 (128+N: signal N)
+        limit = {"ssh": 255, "slurm": 128}.get(self._launcher.kind, 0)
+        return code if 0 <= code < limit else None
 
     def status(self, timeout: float = 2.0) -> list:
         """A TaskStatus per task, from each one's GetStatus (asked concurrently).
