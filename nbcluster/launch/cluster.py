@@ -154,6 +154,27 @@ class Cluster:
                                    timeout=timeout, wait=wait, name=name)
 
     @classmethod
+    def dask(cls, client, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None,
+             python: Optional[str] = None, env: Optional[dict] = None, config=None,
+             timeout: float = 60.0, name: Optional[str] = None) -> "Cluster":
+        """Starts one task per worker of a Dask cluster (extra `dask`), by a WorkerPlugin.
+
+        A Dask worker that restarts (same name) brings its task back at the same
+        address. Tasks bind the host each worker reports.
+
+        Args:
+          client: a `distributed.Client` with at least as many workers as tasks.
+          python: the workers' interpreter that imports nbcluster (default: this one).
+          env: environment variables for the task servers.
+        Raises:
+          LaunchError: too few workers, or a task did not start.
+        """
+        from nbcluster.launch.dask import DaskLauncher
+        launcher = DaskLauncher(client, python=python, env=env)
+        tasks = launcher.assign(job_counts(ps, worker, jobs), timeout)
+        return cls._started(tasks, launcher, name, config, timeout)
+
+    @classmethod
     def from_spec(cls, spec, launcher="local", *, config=None, timeout: float = 60.0,
                   name: Optional[str] = None, devices: Optional[dict] = None,
                   **launcher_options) -> "Cluster":
@@ -207,6 +228,11 @@ class Cluster:
 
     def _launch(self, timeout: float) -> None:
         self._logdir.append(tempfile.mkdtemp(prefix=f"nbcluster-{os.getpid()}-"))
+        launch = getattr(self._launcher, "launch", None)  # an engine that starts all at once
+        if launch is not None:
+            launch(list(self._tasks.values()), self._status, self._logdir[0], self._config,
+                   timeout)
+            return
         start_tasks(list(self._tasks.values()), self._launcher, self._status, self._logdir[0],
                     self._config, timeout)
 
