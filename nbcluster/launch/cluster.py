@@ -175,6 +175,37 @@ class Cluster:
         return cls._started(tasks, launcher, name, config, timeout)
 
     @classmethod
+    def ray(cls, address: Optional[str] = None, ps: int = 1, worker: int = 2, *,
+            jobs: Optional[dict] = None, resources_per_task: Optional[dict] = None,
+            max_restarts: int = -1, python: Optional[str] = None, env: Optional[dict] = None,
+            config=None, timeout: float = 60.0, name: Optional[str] = None) -> "Cluster":
+        """Starts each task as a Ray actor, all in one placement group (extra `ray`).
+
+        An actor whose worker process dies is restarted by Ray (`max_restarts`)
+        and brings its task back at the same address.
+
+        Args:
+          address: the Ray cluster for `ray.init` when this process has not
+            connected yet (None: RAY_ADDRESS, a local one, or a new local one).
+          resources_per_task: each task's bundle, e.g. {"CPU": 2, "GPU": 1}
+            (default {"CPU": 1}).
+        Raises:
+          LaunchError: Ray cannot place the tasks in `timeout`, or one did not start.
+        """
+        import ray
+        from nbcluster.launch.ray import RayLauncher
+        if not ray.is_initialized():
+            ray.init(address=address)
+        launcher = RayLauncher(resources_per_task, python=python, env=env,
+                               max_restarts=max_restarts)
+        try:
+            tasks = launcher.assign(job_counts(ps, worker, jobs), timeout)
+        except BaseException:
+            launcher.close()
+            raise
+        return cls._started(tasks, launcher, name, config, timeout)
+
+    @classmethod
     def from_spec(cls, spec, launcher="local", *, config=None, timeout: float = 60.0,
                   name: Optional[str] = None, devices: Optional[dict] = None,
                   **launcher_options) -> "Cluster":

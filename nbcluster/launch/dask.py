@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,35 +27,10 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from nbcluster.launch.errors import LaunchError
 from nbcluster.launch.launcher import stop_all
-from nbcluster.launch.process import child_env, spawn
+from nbcluster.launch.process import child_env, free_ports, spawn, wait_port_free
 from nbcluster.launch.startup import Task, await_tasks
 
 _PORT_FREE_S = 15.0  # a restarted worker waits this long for its dead task's port
-
-
-def _free_ports(count: int, host: str) -> list:
-    socks = [socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-             for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind((host, 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _wait_port_free(host: str, port: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-            try:
-                s.bind((host, port))
-                return
-            except OSError:
-                if time.monotonic() >= deadline:
-                    return  # the server then logs its bind failure, quoted by the owner
-        time.sleep(0.1)
 
 
 class NBClusterTasks(WorkerPlugin):
@@ -78,7 +52,7 @@ class NBClusterTasks(WorkerPlugin):
         """(Re)starts this worker's task; its pid."""
         self.stop(5.0)
         job, index, host, port = self.assignment[str(worker.name)]
-        _wait_port_free(host, port, _PORT_FREE_S)
+        wait_port_free(host, port, _PORT_FREE_S)  # else the server logs its bind failure
         argv = [self.python, "-m", "nbcluster.server", "--cluster", json.dumps(self.spec),
                 "--job", job, "--task", str(index), f"--exit-with-parent={os.getpid()}"]
         if self.config:
@@ -217,7 +191,7 @@ class DaskLauncher:
         by_host: dict = {}
         for address, info in workers:
             by_host.setdefault(info["host"], []).append(address)
-        ports = {host: self.client.run(_free_ports, len(addrs), host,
+        ports = {host: self.client.run(free_ports, len(addrs), host,
                                        workers=[addrs[0]])[addrs[0]]
                  for host, addrs in by_host.items()}
         slots = [(job, i) for job, n in jobs.items() for i in range(n)]
