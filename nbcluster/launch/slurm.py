@@ -13,9 +13,10 @@ Rules:
 - Nothing secret goes on a command line: variables (`env`, a future token)
   reach the tasks through srun's environment (its default `--export=ALL`),
   and the cluster and config arguments hold no secret.
-- The allocation never outlives its owner: a watchdog process holds a pipe
-  from this one and runs `scancel --name=<the job's unique name>` when the
-  pipe closes without a "released" line, i.e. when this process died.
+- The allocation never outlives its owner: a watchdog child holds a pipe
+  from this process and runs `scancel --name=<the job's unique name>` when
+  the pipe closes without a "released" line, or its parent changes: when
+  this process died.
 - A request Slurm can never satisfy fails at once: sbatch's refusal, or a
   pending reason in NEVER_REASONS, cancels the job and raises LaunchError.
 """
@@ -34,38 +35,24 @@ from typing import Optional
 from nbcluster.launch.errors import LaunchError
 from nbcluster.launch.launcher import stop_all, wait_until
 from nbcluster.launch.process import child_env, spawn
+from nbcluster.launch.slurm_jobs import NEVER_REASONS, describe, job_state, last_line, \
+    run_command
 
-# Pending reasons that no wait can cure (the request exceeds what the partition has).
-NEVER_REASONS = {
-    "PartitionConfig": "the partition cannot hold this request (more CPUs, GPUs or memory "
-                       "per node than its nodes have, or more tasks than its nodes' CPUs)",
-    "PartitionNodeLimit": "the request needs more nodes than the partition allows",
-    "PartitionTimeLimit": "the requested time exceeds the partition's limit",
-    "BadConstraints": "no node has the requested features",
-    "ReqNodeNotAvail": "a node the request needs is not available",
-    "InvalidAccount": "the account is not valid",
-    "InvalidQOS": "the QOS is not valid",
-    "DependencyNeverSatisfied": "a dependency can never be satisfied",
-}
-# What the reasons a job commonly waits on mean, for the pending message.
-WAIT_REASONS = {
-    "Resources": "the resources it needs are in use",
-    "Priority": "jobs of higher priority go first",
-    "None": "the scheduler has not looked at it yet",
-    "BeginTime": "its start time has not come",
-    "PartitionDown": "the partition is down",
-    "NodeDown": "a node it needs is down",
-}
 _POLL_S = 0.2
-_COMMAND_TIMEOUT_S = 30.0
 _JOB_GONE_S = 30.0
 
-# Reads the owner's pipe: a line "released" ends it quietly; EOF first (the owner
-# died) cancels the allocation by its unique name.
-_WATCHDOG = ("import subprocess, sys\n"
-             "for line in sys.stdin:\n"
-             "    if line.strip() == 'released':\n"
-             "        sys.exit(0)\n"
+# Watches its owner (its parent): a "released" on the pipe ends it quietly; EOF (the owner
+# died) or a new parent (the owner died while a forked child still holds the pipe)
+# cancels the allocation by its unique name.
+_WATCHDOG = ("import os, select, subprocess, sys\n"
+             "owner = int(sys.argv[3])\n"
+             "while os.getppid() == owner:\n"
+             "    if select.select([0], [], [], 1.0)[0]:\n"
+             "        data = os.read(0, 64)\n"
+             "        if b'released' in data:\n"
+             "            sys.exit(0)\n"
+             "        if not data:\n"
+             "            break\n"
              "subprocess.run(['scancel', '--name=' + sys.argv[1], '--user=' + sys.argv[2]],\n"
              "               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n")
 # Checks that nbcluster imports on this node, then prints this rank's node name.
@@ -77,30 +64,6 @@ _PORTS = ("import socket, sys\n"
           "socks = [socket.socket() for _ in range(int(sys.argv[1]))]\n"
           "for s in socks: s.bind((sys.argv[2], 0))\n"
           "print('ports', *[s.getsockname()[1] for s in socks])\n")
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else "no message"
-
-
-def run_command(argv: list, timeout: float = _COMMAND_TIMEOUT_S,
-                stdin: Optional[str] = None) -> subprocess.CompletedProcess:
-    """Runs a Slurm client command; its output as text.
-
-    Raises:
-      LaunchError: the command is not installed, or did not end within `timeout`.
-    """
-    try:
-        return subprocess.run(argv, input=stdin, capture_output=True, text=True,
-                              timeout=timeout, stdin=None if stdin is not None
-                              else subprocess.DEVNULL)
-    except FileNotFoundError:
-        raise LaunchError(f"No `{argv[0]}` on PATH: Cluster.slurm needs Slurm's client "
-                          f"commands (Debian: apt-get install slurm-client)") from None
-    except subprocess.TimeoutExpired:
-        raise LaunchError(f"`{' '.join(argv[:3])} ...` did not answer within {timeout:g}s "
-                          f"(is slurmctld up?)") from None
 
 
 def _time_text(value) -> Optional[str]:
@@ -244,13 +207,13 @@ class SlurmLauncher:
           LaunchError: sbatch refused the request (its reason quoted).
         """
         self._watchdog = spawn([sys.executable, "-c", _WATCHDOG, self.job_name,
-                                getpass.getuser()], stdin=subprocess.PIPE,
+                                getpass.getuser(), str(os.getpid())], stdin=subprocess.PIPE,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
         done = run_command(["sbatch", "--parsable"], stdin=self.job_script())
         if done.returncode != 0:
             raise LaunchError(f"Slurm refused the allocation ({self._request()}): "
-                              f"{_last_line(done.stderr)}")
+                              f"{last_line(done.stderr)}")
         self.job_id = done.stdout.strip().split(";")[0]
         return self.job_id
 
@@ -262,22 +225,12 @@ class SlurmLauncher:
         return ", ".join(words + list(self.sbatch_options))
 
     def job_state(self) -> tuple:
-        """(state, reason) of the job as squeue (or, once it left squeue, scontrol) says."""
-        done = run_command(["squeue", "-h", "-j", self.job_id, "-o", "%T|%r"])
-        line = done.stdout.strip()
-        if done.returncode == 0 and "|" in line:
-            state, reason = line.split("|", 1)
-            return state, reason
-        shown = run_command(["scontrol", "show", "job", self.job_id]).stdout
-        found = re.search(r"JobState=(\S+) Reason=(\S+)", shown)
-        return (found.group(1), found.group(2)) if found else ("GONE", "unknown job")
+        """(state, reason) of the allocation (see `job_state`)."""
+        return job_state(self.job_id)
 
     def describe(self, state: str, reason: str) -> str:
-        """'Slurm job 12 PENDING (Resources: the resources it needs are in use)'."""
-        meaning = NEVER_REASONS.get(reason.split(",")[0]) or WAIT_REASONS.get(reason)
-        why = f"{reason}: {meaning}" if meaning else reason
-        return f"Slurm job {self.job_id} {state}" + (f" ({why})" if reason != "None" or
-                                                      state == "PENDING" else "")
+        """'Slurm job 12 PENDING (Resources: ...)' for this allocation."""
+        return describe(self.job_id, state, reason)
 
     def wait_allocated(self, timeout: float) -> None:
         """Returns once the job runs.
@@ -327,7 +280,7 @@ class SlurmLauncher:
                               f"env={{'PYTHONPATH': ...}})")
         if done.returncode != 0 or sorted(nodes) != list(range(self.ntasks)):
             raise LaunchError(f"The probe step in Slurm job {self.job_id} failed (status "
-                              f"{done.returncode}): {_last_line(done.stderr)}")
+                              f"{done.returncode}): {last_line(done.stderr)}")
         return [nodes[rank] for rank in range(self.ntasks)]
 
     def step_of(self, step_name: str) -> Optional[str]:
@@ -351,11 +304,11 @@ class SlurmLauncher:
                             "-N1", f"--nodelist={host}", f"--job-name={self.job_name}-ports",
                             self.python, "-c", _PORTS, str(count), host],
                            timeout=max(timeout, 5.0))
-        words = _last_line(done.stdout).split()
+        words = last_line(done.stdout).split()
         if done.returncode != 0 or words[:1] != ["ports"] or len(words) != count + 1:
             raise LaunchError(f"Cannot pick ports on node {host!r} of Slurm job "
                               f"{self.job_id} (status {done.returncode}): "
-                              f"{_last_line(done.stderr)}")
+                              f"{last_line(done.stderr)}")
         return [int(w) for w in words[1:]]
 
     def step_argv(self, host: str, args: list, step_name: str) -> list:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import nbcluster as tf
-from process_checks import alive, kill_pids, wait_gone
+from process_checks import kill_pids, wait_gone
 from nbcluster.launch import Cluster, LaunchError
 
 distributed = pytest.importorskip("distributed", reason="the `dask` extra is not installed: "

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -78,7 +77,7 @@ def test_slurm_cluster_runs_a_graph_and_stop_leaves_nothing(slurm):
     try:
         job_id = cluster.job_id
         assert job_id in squeue_ids("-j", job_id)
-        assert f"--ntasks=3" in cluster.job_script()
+        assert "--ntasks=3" in cluster.job_script()
         statuses = cluster.status()
         pids = [s.pid for s in statuses]
         sruns = [t.process.pid for t in cluster._tasks.values()]
@@ -158,6 +157,13 @@ def test_pending_cluster_shows_its_reason_then_starts(slurm):
             cluster.wait_ready(1.0)
         with pytest.raises(LaunchError, match="no allocation yet"):
             cluster.restart("worker", 0)
+        # the JupyterLab sidebar's answer says the same (from the record and squeue)
+        from nbcluster.jupyter.server_extension import clusters
+        listed = [c for c in clusters() if c["name"] == "queued"]
+        assert len(listed) == 1 and listed[0]["launcher"] == "slurm"
+        assert [(t["state"], t["last_error"].split(" (")[0]) for t in listed[0]["tasks"]] == \
+            [("pending", f"Slurm job {job_id} PENDING")] * 2
+        assert "Resources" in listed[0]["tasks"][0]["last_error"]
         assert job_id in squeue_ids("-j", job_id)  # still queued after the timeout
         subprocess.run(["scancel", blocker_id], check=True, timeout=30)
         cluster.wait_ready(120)
@@ -171,19 +177,26 @@ def test_pending_cluster_shows_its_reason_then_starts(slurm):
 
 
 _OWNER = textwrap.dedent("""
-    import json, sys, time
+    import json, os, sys, time
     from nbcluster.launch import Cluster
     cluster = Cluster.slurm(ps=1, worker=1, timeout=120, env={"NBC_TEST_SECRET": "s3cret-42"})
+    # a forked child (no exec) keeps every pipe of the owner open after the owner dies
+    forked = os.fork() if sys.argv[1] == "fork" else 1
+    if forked == 0:
+        time.sleep(600)
+        os._exit(0)
     print(json.dumps({"job": cluster.job_id, "pids": [s.pid for s in cluster.status()],
-                      "sruns": [t.process.pid for t in cluster._tasks.values()]}), flush=True)
+                      "sruns": [t.process.pid for t in cluster._tasks.values()],
+                      "forked": [forked] if forked > 1 else []}), flush=True)
     time.sleep(600)
 """)
 
 
-def test_a_dead_owner_leaves_no_job_and_no_task(slurm):
-    owner = subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE,
+@pytest.mark.parametrize("how", ["plain", "fork"])
+def test_a_dead_owner_leaves_no_job_and_no_task(slurm, how):
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER, how], stdout=subprocess.PIPE,
                              env=child_env(), text=True)
-    info = {"pids": [], "sruns": []}
+    info = {"pids": [], "sruns": [], "forked": []}
     try:
         line = owner.stdout.readline()
         assert line, "the owner did not start its cluster"
@@ -205,7 +218,7 @@ def test_a_dead_owner_leaves_no_job_and_no_task(slurm):
         if owner.poll() is None:
             owner.kill()
             owner.wait()
-        kill_pids(info["pids"] + info["sruns"])
+        kill_pids(info["pids"] + info["sruns"] + info["forked"])
 
 
 def test_python_that_cannot_import_nbcluster_is_named(slurm, tmp_path):
