@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from sshd import sshd  # noqa: F401 - the fixture, for tests/launch and tests/jupyter
+from slurm_local import slurm  # noqa: F401 - the fixture, for tests/launch and tests/jupyter
 
 ROOT = Path(__file__).resolve().parent.parent
 

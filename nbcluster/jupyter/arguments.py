@@ -66,8 +66,9 @@ def build_parser() -> _Parser:
                              "describes and bind it to NAME",
                              description="%%tfserver cluster NAME: the cell body gives job "
                              "counts ('ps: 1' / 'worker: 2' lines or JSON) or addresses "
-                             "('worker: [host:port, ...]'). Tasks run as local processes, or "
-                             "over ssh on --ssh hosts (round robin, ps first).")
+                             "('worker: [host:port, ...]'). Tasks run as local processes, "
+                             "over ssh on --ssh hosts (round robin, ps first), or as srun "
+                             "steps in one Slurm allocation (--slurm).")
     cluster.add_argument("name", metavar="NAME", help="the variable to bind the Cluster to")
     cluster.add_argument("--ssh", metavar="HOSTS", nargs="?", const="",
                          help="comma-separated hosts to ssh to; alone, with addresses in the "
@@ -75,11 +76,27 @@ def build_parser() -> _Parser:
     cluster.add_argument("--user", help="ssh user")
     cluster.add_argument("--key", help="ssh private key file")
     cluster.add_argument("--ssh-port", type=_positive, default=22, help="ssh port (22)")
-    cluster.add_argument("--python", default="python3",
-                         help="the python on the ssh hosts (python3)")
+    cluster.add_argument("--python", default=None,
+                         help="the python on the ssh hosts (python3) or Slurm nodes (this "
+                         "kernel's)")
     cluster.add_argument("-o", "--ssh-option", action="append", default=[], metavar="OPTION",
                          help="an ssh -o option, e.g. StrictHostKeyChecking=accept-new "
                          "(repeatable)")
+    slurm = cluster.add_argument_group("Slurm (with --slurm)")
+    slurm.add_argument("--slurm", action="store_true",
+                       help="ask Slurm for one allocation holding every task (sbatch), each "
+                       "task an srun step in it")
+    slurm.add_argument("--partition", help="sbatch --partition")
+    slurm.add_argument("--time", help="sbatch --time: minutes or [D-]HH:MM:SS")
+    slurm.add_argument("--nodes", type=_positive, help="sbatch --nodes")
+    slurm.add_argument("--cpus-per-task", type=_positive, help="sbatch --cpus-per-task")
+    slurm.add_argument("--gpus-per-task", type=_positive, help="sbatch --gpus-per-task")
+    slurm.add_argument("--sbatch-option", action="append", default=[], metavar="OPTION",
+                       help="another sbatch option, e.g. --mem-per-cpu=2G (repeatable; "
+                       "write it as --sbatch-option=--mem-per-cpu=2G)")
+    slurm.add_argument("--no-wait", action="store_true",
+                       help="return once submitted: the cluster shows its Slurm job and why "
+                       "it pends; NAME.wait_ready() starts the tasks")
     cluster.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                          help="an environment variable for every task, e.g. "
                          "PYTHONPATH=/opt/code (repeatable)")

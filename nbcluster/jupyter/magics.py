@@ -56,7 +56,7 @@ class TfServerMagics(Magics):
         """Start and manage nbcluster servers: `%tfserver --help` lists the commands.
 
             %tfserver start [--cluster C --job J --task N]   a server in this kernel
-            %%tfserver cluster NAME [--ssh HOSTS] ...         start the cluster in the cell
+            %%tfserver cluster NAME [--ssh HOSTS|--slurm] ... start the cluster in the cell
             %tfserver list | status [NAME] | logs NAME job:task [--tail N]
             %tfserver restart NAME job:task | stop NAME|--all
             %tfserver connect NAME grpc://host:port ...       servers started elsewhere
@@ -101,7 +101,15 @@ class TfServerMagics(Magics):
         options = dict(config=resolve_config(args.config, self.shell.user_ns),
                        timeout=args.timeout, name=name, env=_env(args.env),
                        devices=request.devices)
-        if args.ssh is None:
+        slurm_only = [flag for flag, value in _slurm_options(args).items()
+                      if value not in (None, ())] + (["no_wait"] if args.no_wait else [])
+        if slurm_only and not args.slurm:
+            raise MagicUsageError(f"--{slurm_only[0].replace('_', '-')} needs --slurm")
+        if args.slurm:
+            if args.ssh is not None:
+                raise MagicUsageError("give --ssh or --slurm, not both")
+            self._bind(name, "slurm", _slurm_cluster(request, args, options))
+        elif args.ssh is None:
             self._bind(name, "local", _local_cluster(request, args, options))
         else:
             self._bind(name, "ssh", _ssh_cluster(request, args, options))
@@ -194,7 +202,7 @@ def _env(assignments: list) -> dict:
 
 
 def _local_cluster(request, args, options: dict) -> Cluster:
-    if args.user or args.key or args.python != "python3" or args.ssh_port != 22 or \
+    if args.user or args.key or args.python is not None or args.ssh_port != 22 or \
             args.ssh_option:
         raise MagicUsageError("--user, --key, --python, --ssh-port and -o need --ssh")
     if request.counts:
@@ -203,7 +211,7 @@ def _local_cluster(request, args, options: dict) -> Cluster:
 
 
 def _ssh_cluster(request, args, options: dict) -> Cluster:
-    ssh = dict(python=args.python, user=args.user, key=args.key, port=args.ssh_port,
+    ssh = dict(python=args.python or "python3", user=args.user, key=args.key, port=args.ssh_port,
                ssh_options=tuple(word for option in args.ssh_option for word in ("-o", option)))
     hosts = [host.strip() for host in args.ssh.split(",") if host.strip()]
     if request.counts:
@@ -215,3 +223,24 @@ def _ssh_cluster(request, args, options: dict) -> Cluster:
         raise MagicUsageError("the cell gives addresses, so give --ssh without hosts (each "
                               "task is started on its address's host)")
     return Cluster.from_spec(request.spec, "ssh", **options, **ssh)
+
+
+def _slurm_options(args) -> dict:
+    """Cluster.slurm's options from the --slurm group of the line."""
+    return dict(partition=args.partition, time=args.time, nodes=args.nodes,
+                cpus_per_task=args.cpus_per_task, gpus_per_task=args.gpus_per_task,
+                sbatch_options=tuple(args.sbatch_option))
+
+
+def _slurm_cluster(request, args, options: dict) -> Cluster:
+    if args.user or args.key or args.ssh_port != 22 or args.ssh_option:
+        raise MagicUsageError("--user, --key, --ssh-port and -o need --ssh")
+    if not request.counts:
+        raise MagicUsageError("with --slurm the cell gives task counts ('worker: 2'): Slurm "
+                              "chooses the nodes")
+    if request.devices:
+        raise MagicUsageError("with --slurm, give devices as --cpus-per-task and "
+                              "--gpus-per-task")
+    options = {k: v for k, v in options.items() if k != "devices"}
+    return Cluster.slurm(jobs=request.counts, python=args.python, wait=not args.no_wait,
+                         **_slurm_options(args), **options)

@@ -9,12 +9,12 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Optional
 
-KINDS = ("local", "ssh", "connected", "server")
+KINDS = ("local", "ssh", "slurm", "connected", "server")
 
 
 @dataclass
 class Entry:
-    """One named thing: a Cluster ("local", "ssh", "connected") or a Server ("server").
+    """One named thing: a Cluster ("local", "ssh", "slurm", "connected") or a Server ("server").
 
     Attributes:
       name: the registry name (a cluster's user variable, or job:task of a server).

@@ -44,6 +44,17 @@ def _task_view(task: dict, response) -> dict:
     return view
 
 
+def _mark_pending(record: dict, tasks: list) -> None:
+    """A Slurm cluster's tasks with no address yet wait for their allocation: "pending",
+    with squeue's reason as their last error."""
+    waiting = [t for t in tasks if not t.get("address")]
+    if waiting and record.get("slurm_job"):
+        from nbcluster.launch.slurm_jobs import pending_reason
+        why = pending_reason(record["slurm_job"])
+        for task in waiting:
+            task.update(state="pending", last_error=why)
+
+
 def clusters(timeout: float = STATUS_DEADLINE_S) -> list:
     """The running clusters (their records) with each task's live state.
 
@@ -69,6 +80,7 @@ def clusters(timeout: float = STATUS_DEADLINE_S) -> list:
     for i, record in enumerate(found):
         tasks = [_task_view(task, answers.get((i, j)))
                  for j, task in enumerate(record.get("tasks", []))]
+        _mark_pending(record, tasks)
         out.append({"id": pathlib.Path(record["path"]).stem} |
                    {key: record.get(key) for key in ("name", "owner_pid", "started", "launcher")}
                    | {"tasks": tasks})

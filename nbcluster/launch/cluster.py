@@ -122,6 +122,90 @@ class Cluster:
         return cls._started(tasks, launcher, name, config, timeout, devices)
 
     @classmethod
+    def slurm(cls, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None,
+              partition: Optional[str] = None, time=None, nodes: Optional[int] = None,
+              cpus_per_task: Optional[int] = None, gpus_per_task: Optional[int] = None,
+              sbatch_options=(), python: Optional[str] = None, env: Optional[dict] = None,
+              config=None, timeout: float = 60.0, wait: bool = True,
+              name: Optional[str] = None) -> "Cluster":
+        """Asks Slurm for one allocation holding every task; each task is an srun step in it.
+
+        Args:
+          partition, time, nodes, cpus_per_task, gpus_per_task: sbatch's options
+            (time: minutes, or "HH:MM:SS"); cpus and gpus are per task.
+          sbatch_options: more sbatch options, e.g. ("--mem-per-cpu=2G",).
+          python: the nodes' interpreter that imports nbcluster (default: this one).
+          env: environment variables for the tasks (never on a command line).
+          timeout: seconds for the allocation and every task (with `wait`).
+          wait: wait for the allocation and the tasks; False: return at once
+            (status() shows the job id and why it pends; wait_ready() starts it).
+        Returns:
+          A SlurmCluster (`job_id`, `job_script()`, `job_state()`).
+        Raises:
+          LaunchError: Slurm refused or can never satisfy the request (naming
+            why), the allocation still pends after `timeout` (naming squeue's
+            reason), or a task did not start. The job is cancelled then.
+        """
+        from nbcluster.launch.slurm_cluster import SlurmCluster
+        options = dict(partition=partition, time=time, nodes=nodes,
+                       cpus_per_task=cpus_per_task, gpus_per_task=gpus_per_task,
+                       sbatch_options=sbatch_options, python=python, env=env)
+        return SlurmCluster.submit(job_counts(ps, worker, jobs), options, config=config,
+                                   timeout=timeout, wait=wait, name=name)
+
+    @classmethod
+    def dask(cls, client, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None,
+             python: Optional[str] = None, env: Optional[dict] = None, config=None,
+             timeout: float = 60.0, name: Optional[str] = None) -> "Cluster":
+        """Starts one task per worker of a Dask cluster (extra `dask`), by a WorkerPlugin.
+
+        A Dask worker that restarts (same name) brings its task back at the same
+        address. Tasks bind the host each worker reports.
+
+        Args:
+          client: a `distributed.Client` with at least as many workers as tasks.
+          python: the workers' interpreter that imports nbcluster (default: this one).
+          env: environment variables for the task servers.
+        Raises:
+          LaunchError: too few workers, or a task did not start.
+        """
+        from nbcluster.launch.dask import DaskLauncher
+        launcher = DaskLauncher(client, python=python, env=env)
+        tasks = launcher.assign(job_counts(ps, worker, jobs), timeout)
+        return cls._started(tasks, launcher, name, config, timeout)
+
+    @classmethod
+    def ray(cls, address: Optional[str] = None, ps: int = 1, worker: int = 2, *,
+            jobs: Optional[dict] = None, resources_per_task: Optional[dict] = None,
+            max_restarts: int = -1, python: Optional[str] = None, env: Optional[dict] = None,
+            config=None, timeout: float = 60.0, name: Optional[str] = None) -> "Cluster":
+        """Starts each task as a Ray actor, all in one placement group (extra `ray`).
+
+        An actor whose worker process dies is restarted by Ray (`max_restarts`)
+        and brings its task back at the same address.
+
+        Args:
+          address: the Ray cluster for `ray.init` when this process has not
+            connected yet (None: RAY_ADDRESS, a local one, or a new local one).
+          resources_per_task: each task's bundle, e.g. {"CPU": 2, "GPU": 1}
+            (default {"CPU": 1}).
+        Raises:
+          LaunchError: Ray cannot place the tasks in `timeout`, or one did not start.
+        """
+        import ray
+        from nbcluster.launch.ray import RayLauncher
+        if not ray.is_initialized():
+            ray.init(address=address)
+        launcher = RayLauncher(resources_per_task, python=python, env=env,
+                               max_restarts=max_restarts)
+        try:
+            tasks = launcher.assign(job_counts(ps, worker, jobs), timeout)
+        except BaseException:
+            launcher.close()
+            raise
+        return cls._started(tasks, launcher, name, config, timeout)
+
+    @classmethod
     def from_spec(cls, spec, launcher="local", *, config=None, timeout: float = 60.0,
                   name: Optional[str] = None, devices: Optional[dict] = None,
                   **launcher_options) -> "Cluster":
@@ -175,6 +259,11 @@ class Cluster:
 
     def _launch(self, timeout: float) -> None:
         self._logdir.append(tempfile.mkdtemp(prefix=f"nbcluster-{os.getpid()}-"))
+        launch = getattr(self._launcher, "launch", None)  # an engine that starts all at once
+        if launch is not None:
+            launch(list(self._tasks.values()), self._status, self._logdir[0], self._config,
+                   timeout)
+            return
         start_tasks(list(self._tasks.values()), self._launcher, self._status, self._logdir[0],
                     self._config, timeout)
 
@@ -242,7 +331,9 @@ class Cluster:
         code = task.process.poll()
         if self._launcher.kind == "local" or code is None:
             return code
-        return code if self._launcher.kind == "ssh" and 0 <= code < 255 else None
+        # ssh passes on its server's status except 255; srun too, below 128 (128+N: signal N)
+        limit = {"ssh": 255, "slurm": 128}.get(self._launcher.kind, 0)
+        return code if 0 <= code < limit else None
 
     def status(self, timeout: float = 2.0) -> list:
         """A TaskStatus per task, from each one's GetStatus (asked concurrently).

@@ -35,6 +35,22 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list:
             s.close()
 
 
+def wait_port_free(host: str, port: int, timeout: float) -> bool:
+    """Waits until `port` can be bound on `host` (a dead server's socket may linger a
+    moment); whether it could within `timeout` s."""
+    import time
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            try:
+                s.bind((host, port))
+                return True
+            except OSError:
+                if time.monotonic() >= deadline:
+                    return False
+        time.sleep(0.1)
+
+
 def child_env(extra: Optional[dict] = None) -> dict:
     """This environment, with this checkout of nbcluster first on PYTHONPATH."""
     env = dict(os.environ)

@@ -11,6 +11,8 @@ A record:
   {"version": 1, "name": "cluster-1", "owner_pid": 4242, "started": 1764496211.5,
    "launcher": "local", "tasks": [{"job": "worker", "index": 0, "address":
    "127.0.0.1:40123", "target": "grpc://127.0.0.1:40123", "pid": 4250, "host": "127.0.0.1"}]}
+A Slurm cluster's record also has "slurm_job": "<job id>"; its tasks have address ""
+until the allocation is granted.
 """
 from __future__ import annotations
 
@@ -60,10 +62,13 @@ def record_of(cluster) -> dict:
                       "target": f"grpc://{t.address}", "pid": pid,
                       "host": t.host_name or t.host})
     launcher = cluster._launcher
-    return {"version": VERSION, "name": cluster.name, "owner_pid": os.getpid(),
-            "started": _started.setdefault(cluster, time.time()),
-            "launcher": launcher.kind if launcher is not None else "connected",
-            "tasks": tasks}
+    record = {"version": VERSION, "name": cluster.name, "owner_pid": os.getpid(),
+              "started": _started.setdefault(cluster, time.time()),
+              "launcher": launcher.kind if launcher is not None else "connected",
+              "tasks": tasks}
+    if getattr(launcher, "job_id", None):  # Slurm: the sidebar asks squeue while it pends
+        record["slurm_job"] = launcher.job_id
+    return record
 
 
 def _file_name(name: str) -> str:

@@ -18,7 +18,7 @@ from nbcluster import errors
 from nbcluster.rpc import channels
 from nbcluster.rpc.worker_client import GrpcWorkerClient
 
-STATES = ("up", "down", "starting", "failed", "stopped")
+STATES = ("up", "down", "starting", "failed", "stopped", "pending")  # pending: no allocation yet
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class TaskStatus:
     """One task as its GetStatus answered (or did not)."""
     job: str
     index: int
-    state: str  # "up" | "down" | "starting" | "failed" | "stopped"
+    state: str  # one of STATES
     address: str
     target: str
     pid: Optional[int]

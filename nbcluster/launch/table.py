@@ -6,7 +6,7 @@ from typing import Optional
 
 COLUMNS = ("job", "task", "state", "address", "pid@host", "devices", "uptime", "last error")
 _STATE_COLORS = {"up": "#1a7f37", "starting": "#9a6700", "down": "#cf222e",
-                 "failed": "#cf222e", "stopped": "#57606a"}
+                 "failed": "#cf222e", "stopped": "#57606a", "pending": "#9a6700"}
 
 
 def _uptime(seconds: Optional[float]) -> str:

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.timeout(300)
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 EXPECTED = ["01_quickstart", "02_cluster_and_placement", "03_parameter_server_training",
-            "04_coordinator_fault_tolerance", "05_cluster_builder", "06_gpu_placement"]
+            "04_coordinator_fault_tolerance", "05_cluster_builder", "06_gpu_placement",
+            "07_slurm"]
 WIDGET = "application/vnd.jupyter.widget-view+json"
 BUDGET_S = 120.0  # each notebook, end to end, on a 2-core machine
 
@@ -70,7 +71,7 @@ def _widget_text(nb, prefix: str) -> list:
             d.get("text/plain", "").startswith(prefix)]
 
 
-def test_the_six_tutorials_are_there():
+def test_the_tutorials_are_there():
     assert [p.stem for p in _paths()] == EXPECTED
     index = (NOTEBOOKS / "README.md").read_text()
     for name in EXPECTED:
@@ -198,9 +199,33 @@ def check_gpu_placement(nb) -> None:
         assert "product and norm on the CPU: True" in out
 
 
+def _slurm_answers() -> bool:
+    import shutil
+    import subprocess
+    return shutil.which("sinfo") is not None and subprocess.run(
+        ["sinfo", "-h"], capture_output=True, timeout=30).returncode == 0
+
+
+def check_slurm(nb) -> None:
+    out = _stream(nb, "stdout")
+    assert "#SBATCH --ntasks=3" in out and "#SBATCH --time=10" in out
+    if not _slurm_answers():  # .ci/run starts a local Slurm, so CI takes the branch below
+        assert "No Slurm here" in out
+        return
+    assert "Slurm here: partition" in out
+    total, expected = re.search(r"total = ([\d.]+) \(NumPy: ([\d.]+)\)", out).groups()
+    assert total == expected == "144.0"
+    assert _widget_text(nb, "Cluster 'hpc'")
+    assert "worker:1 back at the same address: True" in out
+    assert "states: ['up', 'up', 'up']" in out
+    assert re.search(r"refused: Slurm job \d+ PENDING \(PartitionConfig", out), out
+    assert "exit codes: [0, 0, 0]" in out and "in the queue after stop: nothing" in out
+
+
 CHECKS = {"01_quickstart": check_quickstart,
           "02_cluster_and_placement": check_cluster_and_placement,
           "03_parameter_server_training": check_parameter_server_training,
           "04_coordinator_fault_tolerance": check_coordinator_fault_tolerance,
           "05_cluster_builder": check_cluster_builder,
-          "06_gpu_placement": check_gpu_placement}
+          "06_gpu_placement": check_gpu_placement,
+          "07_slurm": check_slurm}

@@ -20,7 +20,7 @@ from typing import Optional
 from nbcluster.jupyter.widgets.units import format_bytes
 
 STATE_COLORS = {"up": "#1a7f37", "starting": "#bf8700", "down": "#cf222e",
-                "failed": "#cf222e", "stopped": "#57606a"}
+                "failed": "#cf222e", "stopped": "#57606a", "pending": "#bf8700"}
 COLUMNS = ("task", "state", "address", "pid", "uptime", "devices", "sessions", "steps",
            "sent", "received", "last error")
 
