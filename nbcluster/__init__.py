@@ -77,6 +77,9 @@ from nbcluster.proto.graph_pb2 import GraphDef, NodeDef
 from nbcluster.function import TensorSpec, function
 from nbcluster import compat, distribute, train
 from nbcluster import tf_logging as logging
+# what TF1 programs call beyond the core (issue 13): Prod, tf.random, tf.initializers,
+# the size-based partitioners
+from nbcluster.ops.reduction import reduce_prod
 
 __version__ = "0.1.0"
 

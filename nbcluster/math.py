@@ -10,10 +10,11 @@ from nbcluster.ops.math import (abs, add, add_n, divide, equal, exp,  # noqa: A0
                                 square, subtract, tanh)
 from nbcluster.ops.reduction import (argmax, argmin, count_nonzero, reduce_all, reduce_any,
                                      reduce_max, reduce_mean, reduce_min, reduce_sum)
+from nbcluster.ops.reduction import reduce_prod
 
 __all__ = ["abs", "add", "add_n", "argmax", "argmin", "count_nonzero", "divide", "equal",
            "exp", "floordiv", "floormod", "mod", "greater", "greater_equal", "is_finite", "is_inf", "is_nan", "less",
            "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor",
            "maximum", "minimum", "multiply", "negative", "not_equal", "pow", "reduce_all",
            "reduce_any", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "sign",
-           "sqrt", "square", "subtract", "tanh", "unsorted_segment_sum"]
+           "sqrt", "square", "subtract", "tanh", "unsorted_segment_sum", "reduce_prod"]

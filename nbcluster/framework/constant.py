@@ -87,8 +87,31 @@ def constant(value, dtype=None, shape=None, name: str = "Const", graph=None) -> 
     return op.outputs[0]
 
 
+# How a (nested) list holding tensors becomes one tensor: ops/array.py sets it
+# (a Pack op, TF's auto-packing), since the op family lives a layer above.
+_list_packers: list = []
+
+
+def register_list_packer(pack) -> None:
+    """Sets `pack(values, dtype, name, graph) -> Tensor` for lists that hold tensors."""
+    if _list_packers:
+        raise KeyError("a list packer is already registered")
+    _list_packers.append(pack)
+
+
+def holds_tensor(value) -> bool:
+    """Whether a (nested) list or tuple has a Tensor or Variable-like leaf."""
+    if isinstance(value, (list, tuple)):
+        return any(holds_tensor(v) for v in value)
+    return isinstance(value, Tensor) or hasattr(value, "_as_graph_element") or \
+        hasattr(value, "_as_tensor")
+
+
 def convert_to_tensor(value, dtype=None, name: Optional[str] = None, graph=None) -> Tensor:
-    """`value` as a Tensor: Tensors pass through (dtype checked), others become Const."""
+    """`value` as a Tensor: Tensors pass through (dtype checked), a (nested) list
+    holding tensors is packed into one (op Pack), other values become Const."""
+    if isinstance(value, (list, tuple)) and _list_packers and holds_tensor(value):
+        return _list_packers[0](value, dtype, name, graph)
     unwrap = getattr(value, "_as_tensor", None) or getattr(value, "_as_graph_element", None)
     if unwrap is not None:
         value = unwrap()

@@ -1,4 +1,4 @@
-"""Gradient rules of the reduction family: Sum, Mean, Max, Min (ArgMax, ArgMin and
+"""Gradient rules of the reduction family: Sum, Mean, Prod, Max, Min (ArgMax, ArgMin and
 Range are NotDifferentiable, as are the bool reductions All and Any).
 
 Rule: the incoming gradient is first given back the reduced axes as size-1
@@ -83,3 +83,21 @@ def _extreme_grad(op, grad):
 
 register_gradient("Max")(_extreme_grad)
 register_gradient("Min")(_extreme_grad)
+
+
+@register_gradient("Prod")
+def _prod_grad(op, grad):
+    # d prod / d x_i is the product of the other elements. Dividing the product by
+    # x_i fails at zeros, so count the zeros of each reduced group: with none it
+    # is prod / x_i, with one only the zero gets the product of the rest, with
+    # more every element gets 0 (TF reaches the same values with cumprods).
+    x, axes = op.inputs
+    zero = ones_like(x)
+    zero = m.subtract(zero, zero)
+    is_zero = m.equal(x, zero)
+    safe = m.where_v2(is_zero, ones_like(x), x)
+    rest = reduction.reduce_prod(safe, axes, keepdims=True)
+    zeros = reduction.reduce_sum(m.cast(is_zero, dtypes.int32), axes, keepdims=True)
+    of_nonzero = m.where_v2(m.equal(zeros, 0), m.realdiv(rest, safe), m.multiply(rest, zero))
+    of_zero = m.where_v2(m.equal(zeros, 1), rest, m.multiply(rest, zero))
+    return [m.multiply(m.where_v2(is_zero, of_zero, of_nonzero), _kept(op, grad)), None]

@@ -1,4 +1,4 @@
-"""Reduction kernels on numpy (CPU) and cupy (GPU): Sum, Mean, Max, Min, ArgMax,
+"""Reduction kernels on numpy (CPU) and cupy (GPU): Sum, Mean, Prod, Max, Min, ArgMax,
 ArgMin, and Range.
 
 Rule: as in `kernels/math.py`, a kernel never writes to its inputs, and every
@@ -51,6 +51,10 @@ def _mean(xp, x, axes, keep):
     return xp.sum(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype)) / count
 
 
+def _prod(xp, x, axes, keep):
+    return xp.prod(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype))
+
+
 def _extreme(name: str, float_identity: float, int_identity: str):
     def reduce(xp, x, axes, keep):
         if x.size == 0 and axes:  # TF: the reduction's identity (-inf for max, ...)
@@ -78,6 +82,7 @@ def _reduction(op_type: str, reduce) -> None:
 
 _reduction("Sum", _sum)
 _reduction("Mean", _mean)
+_reduction("Prod", _prod)
 _reduction("Max", _extreme("max", -np.inf, "min"))
 _reduction("Min", _extreme("min", np.inf, "max"))
 

@@ -151,9 +151,30 @@ class TFConfigClusterResolver(ClusterResolver):
     def cluster_spec(self) -> ClusterSpec:
         return ClusterSpec(self._config().cluster)
 
+    def master(self, task_type: Optional[str] = None, task_id: Optional[int] = None,
+               rpc_layer: Optional[str] = None) -> str:
+        """The TF1 session target, in TF's order: TF_CONFIG's `session_master` when set;
+        "" for a cluster of no job or of one job with one task; else the task's
+        address (default: this task) with the rpc layer.
+
+        Raises:
+          ValueError: the job or task is not in the cluster.
+        """
+        config = self._config()
+        if config.session_master is not None:
+            return config.session_master
+        spec = ClusterSpec(config.cluster)
+        if not spec.jobs or (len(spec.jobs) == 1 and spec.num_tasks(spec.jobs[0]) == 1):
+            return ""
+        task_type = task_type if task_type is not None else self.task_type
+        task_id = task_id if task_id is not None else self.task_id
+        return format_master_url(spec.task_address(task_type, task_id),
+                                 rpc_layer if rpc_layer is not None else self.rpc_layer)
+
     @property
     def task_type(self) -> Optional[str]:
-        return self._task_type if self._task_type is not None else self._config().job
+        # TF casts to str, so an integer task type (given or in TF_CONFIG) names its job
+        return str(self._task_type) if self._task_type is not None else self._config().job
 
     @task_type.setter
     def task_type(self, value: Optional[str]) -> None:
@@ -161,7 +182,7 @@ class TFConfigClusterResolver(ClusterResolver):
 
     @property
     def task_id(self) -> Optional[int]:
-        return self._task_id if self._task_id is not None else self._config().index
+        return int(self._task_id) if self._task_id is not None else self._config().index
 
     @task_id.setter
     def task_id(self, value: Optional[int]) -> None:

@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 
 from nbcluster.framework import dtypes
-from nbcluster.framework.constant import convert_to_tensor
+from nbcluster.framework.constant import convert_to_tensor, holds_tensor, register_list_packer
 from nbcluster.framework.graph import get_default_graph, graph_of
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor
@@ -173,6 +173,49 @@ def _pack(graph, values: list, axis: int, name: str) -> Tensor:
             raise ValueError(f"axis = {axis} not in [{-(rank + 1)}, {rank + 1})")
         attrs = {"N": len(tensors), "T": tensors[0].dtype, "axis": int(axis)}
         return graph.create_op("Pack", tensors, attrs, name=scope).outputs[0]
+
+
+def _autopack(values, dtype, name: Optional[str], graph) -> Tensor:
+    """TF's auto-packing: a (nested) list holding tensors as one tensor, a Pack per
+    level ("packed", or the argument's name, then "0", "1", ... inside it); the
+    Python values among them take the first tensor's dtype."""
+    graph = graph or graph_of(values)
+    inferred = _first_dtype(values, graph)
+    if dtype is not None and dtypes.as_dtype(dtype) != inferred:
+        raise ValueError(f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} "
+                         f"for a list holding tensors of dtype {inferred.name}: {values!r}")
+    return _pack_levels(graph, values, inferred, name or "packed")
+
+
+def _first_dtype(values, graph) -> dtypes.DType:
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            if holds_tensor(v):
+                return _first_dtype(v, graph)
+        elif holds_tensor(v):
+            return convert_to_tensor(v, graph=graph).dtype
+    raise AssertionError("no tensor in a list said to hold one")
+
+
+def _pack_levels(graph, values, dtype: dtypes.DType, name: str) -> Tensor:
+    with graph.name_scope(name) as scope:
+        elems = []
+        for i, v in enumerate(values):
+            if isinstance(v, (list, tuple)) and holds_tensor(v):
+                elems.append(_pack_levels(graph, v, dtype, str(i)))
+            elif holds_tensor(v):
+                elems.append(convert_to_tensor(v, graph=graph))
+            else:
+                elems.append(convert_to_tensor(v, dtype=dtype, name=str(i), graph=graph))
+        kinds = [t.dtype for t in elems]
+        if any(k != dtype for k in kinds):
+            raise TypeError(f"Tensors in list passed to 'values' of 'Pack' Op have types "
+                            f"[{', '.join(k.name for k in kinds)}] that don't all match.")
+        attrs = {"N": len(elems), "T": dtype, "axis": 0}
+        return graph.create_op("Pack", elems, attrs, name=scope).outputs[0]
+
+
+register_list_packer(_autopack)
 
 
 def index_tensor(value, name: str, graph) -> Tensor:

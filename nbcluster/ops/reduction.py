@@ -1,4 +1,4 @@
-"""Reduction op constructors (tf.reduce_sum, ..., tf.argmax, tf.argmin) and tf.range,
+"""Reduction op constructors (tf.reduce_sum, reduce_prod, ..., tf.argmax, tf.argmin) and tf.range,
 with their shape functions.
 
 Rule: as in `ops/math.py`, dtypes and shapes are checked when the graph is
@@ -52,7 +52,8 @@ def _reduction_shape(allowed: tuple):
     return shape_fn
 
 
-for _type, _allowed in {"Sum": NUMERIC, "Mean": NUMERIC, "Max": REAL, "Min": REAL}.items():
+for _type, _allowed in {"Sum": NUMERIC, "Mean": NUMERIC, "Prod": NUMERIC, "Max": REAL,
+                        "Min": REAL}.items():
     register_op(_type)(_reduction_shape(_allowed))
 
 
@@ -107,6 +108,17 @@ def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_ind
                 keep_dims=None) -> Tensor:
     """The mean over `axis` (op Mean); integer means truncate, as TF's do. See reduce_sum."""
     return _reduce("Mean", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_prod(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+                keep_dims=None) -> Tensor:
+    """The product over `axis` (op Prod); 1 over no elements. See reduce_sum.
+
+    Example:
+      >>> reduce_prod(constant([[1., 2.], [3., 4.]]), axis=0).shape
+      TensorShape([2])
+    """
+    return _reduce("Prod", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
 def reduce_max(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,

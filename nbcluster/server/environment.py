@@ -23,6 +23,7 @@ class EnvironmentTask(NamedTuple):
     index: Optional[int]
     rpc_layer: Optional[str] = None
     environment: str = ""
+    session_master: Optional[str] = None  # TF_CONFIG's "session_master": a TF1 master
 
 
 def _split_top_level(text: str) -> list:
@@ -102,7 +103,8 @@ def from_tf_config(environ: Mapping) -> EnvironmentTask:
 
     TF_CONFIG is JSON as Kubeflow's TFJob and Vertex set it: {"cluster": {"chief":
     [...], "worker": [...], "ps": [...]}, "task": {"type": "worker", "index": 1},
-    "rpc_layer": "grpc", "environment": "cloud"}; every key is optional.
+    "rpc_layer": "grpc", "environment": "cloud", "session_master": "grpc://h:p"};
+    every key is optional. An integer task type is taken as its string, as TF does.
 
     Returns:
       An EnvironmentTask; an absent or empty TF_CONFIG gives an empty cluster.
@@ -123,6 +125,8 @@ def from_tf_config(environ: Mapping) -> EnvironmentTask:
     if not isinstance(cluster, dict) or not isinstance(task, dict):
         raise ValueError("TF_CONFIG's 'cluster' and 'task' must be JSON objects")
     job, index = task.get("type"), task.get("index")
+    if isinstance(job, int) and not isinstance(job, bool):
+        job = str(job)  # TF casts the task type to str: {"type": 1} names job "1"
     if job is not None and not isinstance(job, str):
         raise ValueError(f"TF_CONFIG's task type must be a string, not {job!r}")
     if index is not None:
@@ -134,7 +138,7 @@ def from_tf_config(environ: Mapping) -> EnvironmentTask:
     elif job is not None:
         index = 0  # as TF: a task type without an index is task 0
     return EnvironmentTask(cluster, job, index, config.get("rpc_layer"),
-                           config.get("environment") or "")
+                           config.get("environment") or "", config.get("session_master"))
 
 
 def _slurm_int(environ: Mapping, *names: str) -> int:

@@ -38,7 +38,8 @@ class SyncReplicasOptimizerHook(SessionRunHook):
         """
         opt = self._sync_optimizer
         if not opt._gradients_applied:
-            raise ValueError("SyncReplicasOptimizer.apply_gradients should be called before "
+            # TF's words (its tests match "apply_gradient should be called")
+            raise ValueError("SyncReplicasOptimizer.apply_gradient should be called before "
                              "using the hook.")
         self._ready_for_local_init_op = opt.ready_for_local_init_op
         if self._is_chief:

@@ -1,6 +1,7 @@
 """The global step: one int64 scalar variable per graph, found by its collection."""
 from __future__ import annotations
 
+import logging
 from typing import Optional
 
 from nbcluster.framework import dtypes
@@ -13,25 +14,40 @@ GLOBAL_STEP = "global_step"  # both the collection key and the variable's name
 def get_global_step(graph: Optional[Graph] = None) -> Optional[Variable]:
     """The graph's global step variable, or None when it has none.
 
+    As TF: the one item of the "global_step" collection, else whatever is named
+    "global_step:0" (a variable made with that name but not put in the
+    collection); two or more items in the collection log an error and give None.
+
     Args:
       graph: the graph to look in (default: the default graph).
-    Returns: the Variable in the "global_step" collection, else None.
+    Returns: the Variable (or tensor) found, else None.
     Raises:
-      TypeError: the collection holds more than one item, or the one item is
-        not an integer scalar variable.
+      TypeError: what was found is not an integer scalar.
     """
     graph = graph or get_default_graph()
     found = graph.get_collection(GLOBAL_STEP)
-    if not found:
-        return None
     if len(found) > 1:
-        raise TypeError(f"Multiple tensors in global_step collection: {found}")
-    step = found[0]
+        logging.getLogger(__name__).error("Multiple tensors in global_step collection.")
+        return None
+    step = found[0] if found else _named_global_step(graph)
+    if step is None:
+        return None
     if not step.dtype.is_integer:
         raise TypeError(f"Existing \"global_step\" does not have integer type: {step.dtype}")
     if step.shape.rank not in (None, 0):
         raise TypeError(f"Existing \"global_step\" is not scalar: {step.shape}")
     return step
+
+
+def _named_global_step(graph: Graph):
+    # The Variable itself where there is one (hooks assign to it), else the tensor.
+    for v in graph.get_collection(GLOBAL_VARIABLES):
+        if getattr(v, "name", None) == f"{GLOBAL_STEP}:0":
+            return v
+    try:
+        return graph.get_tensor_by_name(f"{GLOBAL_STEP}:0")
+    except (KeyError, ValueError):
+        return None
 
 
 def create_global_step(graph: Optional[Graph] = None) -> Variable:

@@ -85,6 +85,11 @@ CASES = {
     "Sum-axes-keepdims": (lambda x: tf.reduce_sum(x, [0, -1], keepdims=True), [u(2, 3, 4)]),
     "Sum-tensor-axis": (lambda x: tf.reduce_sum(x, tf.placeholder_with_default(
         np.array([-1], np.int32), [None])), [u(2, 3)]),
+    "Prod-axis": (lambda x: tf.reduce_prod(x, 1), [u(2, 3, 4)]),
+    "Prod-all-keepdims": (lambda x: tf.reduce_prod(x, keepdims=True), [u(2, 3)]),
+    # one zero in a row: only it gets the product of the rest; two: the row gets 0
+    "Prod-zeros": (lambda x: tf.reduce_prod(x, -1),
+                   [np.array([[0.0, 1.5, -2.0], [0.0, 3.0, 0.0], [1.0, 2.0, 0.5]])]),
     "Mean-all": (lambda x: tf.reduce_mean(x), [u(2, 3)]),
     "Mean-axis": (lambda x: tf.reduce_mean(x, -1), [u(2, 3, 4)]),
     "Max-axis": (lambda x: tf.reduce_max(x, 1), [u(2, 3, 4)]),

@@ -86,6 +86,37 @@ def test_tf_config_resolver_reads_kubeflow_style_config(env):
     assert (r.task_type, r.task_id, r.master()) == ("chief", 0, "grpc://c:2222")
 
 
+def test_tf_config_session_master_wins_and_a_lone_task_has_no_master(env):
+    # TF's order: session_master as given; one job of one task: ""; else the address
+    cluster = {"worker": ["w0:2222", "w1:2222"], "ps": ["p:2222"]}
+    env(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 1},
+                              "session_master": "grpc://elsewhere:9"}))
+    r = TFConfigClusterResolver(rpc_layer="grpc")
+    assert r.master() == "grpc://elsewhere:9" and r.master("ps", 0) == "grpc://elsewhere:9"
+    env(TF_CONFIG=json.dumps({"cluster": {"worker": ["w0:2222"]},
+                              "task": {"type": "worker", "index": 0}, "rpc_layer": "grpc"}))
+    assert TFConfigClusterResolver().master() == ""
+    env(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 1}}))
+    assert TFConfigClusterResolver().master(rpc_layer="grpc") == "grpc://w1:2222"
+
+
+def test_tf_config_integer_task_type_is_cast_to_str(env):
+    # (a job named "123456" is no valid device name here, so only the cast is seen)
+    cluster = {"ps": ["p0:2222", "p1:2222"], "worker": ["w0:2222"]}
+    env(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": 123456, "index": 1},
+                              "rpc_layer": "grpc"}))
+    r = TFConfigClusterResolver()
+    assert (r.task_type, r.task_id) == ("123456", 1)
+    assert r.master("ps") == "grpc://p1:2222"
+    with pytest.raises(ValueError, match="'123456'"):
+        r.master()
+    assert TFConfigClusterResolver(task_type=123456, task_id="0").task_type == "123456"
+    assert TFConfigClusterResolver(task_type=123456, task_id="0").task_id == 0
+    env(TF_CONFIG=json.dumps({"task": {"type": ["worker"], "index": 0}}))
+    with pytest.raises(ValueError, match=r"\['worker'\]"):
+        r.task_type
+
+
 def test_tf_config_absent_or_malformed(env):
     r = TFConfigClusterResolver()
     assert r.cluster_spec() == ClusterSpec({}) and r.task_type is None and r.master() == ""

@@ -217,3 +217,34 @@ def test_split_unknown_shapes_empty_parts_and_errors():
         run(halves, {p: x[:3]})
     with pytest.raises(errors.InvalidArgumentError, match="Determined shape must either match"):
         run(parts, {p: x, sizes: [1, 1]})
+
+
+# -- auto-packing: a list holding tensors converts to one tensor --------------------------
+def test_list_of_tensors_converts_by_pack():
+    g1, g2 = tf.constant([1.0, 2.0]), tf.placeholder(tf.float32, [2])
+    total = tf.reduce_sum([g1, g2])
+    packed = total.op.inputs[0]
+    assert (packed.op.type, packed.op.name, packed.shape.as_list()) == ("Pack", "Sum/input",
+                                                                        [2, 2])
+    assert run(total, {g2: [10.0, 20.0]}) == 33.0
+    v = tf.Variable([3.0, 4.0])
+    nested = tf.convert_to_tensor([[g1, [5.0, 6.0]], [g2, v]])
+    assert nested.op.name == "packed" and nested.dtype == tf.float32
+    assert [t.op.name for t in nested.op.inputs] == ["packed/0", "packed/1"]
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        np.testing.assert_array_equal(
+            sess.run(nested, {g2: [7.0, 8.0]}),
+            [[[1, 2], [5, 6]], [[7, 8], [3, 4]]])
+        np.testing.assert_array_equal(sess.run(tf.multiply([g1, g1], 2.0)), [[2, 4], [2, 4]])
+
+
+def test_list_of_tensors_mixed_dtypes_and_shapes_fail_clearly():
+    a = tf.constant([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"types \[float32, int32\] that don't all match"):
+        tf.convert_to_tensor([a, tf.constant([1, 2])])
+    with pytest.raises(ValueError, match="requested dtype int32"):
+        tf.convert_to_tensor([a], dtype=tf.int32)
+    with pytest.raises(ValueError):
+        tf.convert_to_tensor([a, tf.constant([1.0, 2.0, 3.0])])
+    assert tf.convert_to_tensor([[1, 2]]).op.type == "Const"  # no tensor: still one Const

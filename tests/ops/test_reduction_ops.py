@@ -14,7 +14,7 @@ pytestmark = pytest.mark.timeout(60)
 
 # -- reductions ---------------------------------------------------------------------------
 REDUCE = [(m.reduce_sum, np.sum), (m.reduce_mean, np.mean), (m.reduce_max, np.max),
-          (m.reduce_min, np.min)]
+          (m.reduce_min, np.min), (m.reduce_prod, np.prod)]
 AXES = [None, 0, 1, -1, [0, 2], (-1, 0), []]
 
 
@@ -49,6 +49,14 @@ def test_int_mean_truncates_and_int_sum_keeps_dtype():
     assert run(m.reduce_mean(tf.constant([1, 2]))) == 1
     big = tf.constant(np.full(4, 2 ** 30, np.int32))
     assert run(m.reduce_sum(big)).dtype == np.int32  # wraps, as TF's int32 sum does
+
+
+def test_reduce_prod_op_and_empty_product():
+    t = tf.reduce_prod(tf.constant(np.zeros((0, 2), np.float32)), 0, name="p")
+    assert t.op.type == "Prod" and t.op.name == "p" and t.op.get_attr("T") == tf.float32
+    assert run(t).tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError):
+        tf.reduce_prod(tf.constant([True]))
 
 
 def test_reduce_max_of_empty_is_the_identity():

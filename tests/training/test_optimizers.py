@@ -206,3 +206,32 @@ def test_global_step_collection_type_checks():
     tf.add_to_collection("global_step", tf.Variable(1.5, name="not_a_step"))
     with pytest.raises(TypeError, match="integer type"):
         tf.train.get_global_step()
+
+
+def test_global_step_found_by_name_outside_the_collection():
+    # TF1 programs often write tf.Variable(0, name="global_step", trainable=False)
+    step = tf.Variable(0, name="global_step", trainable=False)
+    assert tf.get_collection("global_step") == []
+    assert tf.train.get_global_step() is step
+    assert tf.train.get_or_create_global_step() is step
+    with pytest.raises(ValueError, match="already exists"):
+        tf.train.create_global_step()
+    hook = tf.train.StopAtStepHook(last_step=2)
+    train_op = tf.assign_add(step, 1)
+    values = []
+    with tf.train.MonitoredSession(hooks=[hook]) as sess:
+        while not sess.should_stop():
+            values.append(sess.run(train_op))
+    assert values == [1, 2]  # the hook read the step it found by name
+
+
+def test_global_step_by_name_type_checks_and_two_in_the_collection(caplog):
+    with tf.Graph().as_default():
+        tf.Variable(0.5, name="global_step")
+        with pytest.raises(TypeError, match="integer type"):
+            tf.train.get_global_step()
+    with tf.Graph().as_default():
+        for _ in range(2):
+            tf.add_to_collection("global_step", tf.Variable(0, name="step"))
+        assert tf.train.get_global_step() is None  # TF logs an error and gives None
+        assert "Multiple tensors in global_step collection" in caplog.text
