@@ -80,6 +80,10 @@ from nbcluster import tf_logging as logging
 # what TF1 programs call beyond the core (issue 13): Prod, tf.random, tf.initializers,
 # the size-based partitioners
 from nbcluster.ops.reduction import reduce_prod
+from nbcluster.ops.partitioned_variables import (min_max_variable_partitioner,
+                                                 variable_axis_size_partitioner)
+from nbcluster.ops.random import random_shuffle
+from nbcluster import initializers, random
 
 __version__ = "0.1.0"
 

@@ -13,7 +13,7 @@ for _type in ("VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableIniti
               "FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueCloseV2",
               "QueueDequeueV2", "QueueDequeueManyV2", "QueueSizeV2",
               "RandomStandardNormal", "RandomUniform", "TruncatedNormal",
-              "RandomUniformInt"):
+              "RandomUniformInt", "RandomShuffle"):
     NotDifferentiable(_type)
 for _type in ("ScatterUpdate", "ScatterAdd", "ScatterSub"):
     NotDifferentiable(_type)

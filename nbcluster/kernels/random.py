@@ -80,3 +80,15 @@ def _uniform_int(node, device):
             raise invalid(f"Need minval < maxval, got {lo} >= {hi}", node)
         return (device.from_numpy(rng.integers(lo, hi, size=dims, dtype=dtype)),)
     return compute
+
+
+@register_kernel("RandomShuffle", "CPU", "GPU")
+def _shuffle(node, device):
+    rng = generator(node)
+
+    def compute(ctx, value):
+        if value.ndim == 0 or value.shape[0] <= 1:
+            return (value,)
+        order = device.from_numpy(rng.permutation(value.shape[0]))
+        return (value[order],)
+    return compute

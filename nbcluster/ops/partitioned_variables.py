@@ -8,8 +8,10 @@ shards one row larger. Reading the whole variable concatenates the shards.
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+import math
+from typing import Callable, NamedTuple, Optional
 
+from nbcluster.framework import dtypes
 from nbcluster.framework.tensor_shape import TensorShape
 from nbcluster.ops.array import concat
 
@@ -37,6 +39,77 @@ def fixed_size_partitioner(num_shards: int, axis: int = 0) -> Callable:
             raise ValueError(f"Cannot partition a variable of shape {dims} along axis {axis}")
         parts = [1] * len(dims)
         parts[axis] = max(1, min(num_shards, dims[axis]))
+        return parts
+    return partitioner
+
+
+def _element_bytes(dtype, bytes_per_string_element: int) -> int:
+    dtype = dtypes.as_dtype(dtype)
+    return bytes_per_string_element if dtype == dtypes.string else dtype.itemsize
+
+
+def variable_axis_size_partitioner(max_shard_bytes: int, axis: int = 0,
+                                   bytes_per_string_element: int = 16,
+                                   max_shards: Optional[int] = None) -> Callable:
+    """A partitioner keeping each shard under `max_shard_bytes` (TF's rule).
+
+    Whole slices along `axis` go to a shard, at least one, so a single slice
+    larger than `max_shard_bytes` still makes a shard; `max_shards` caps the
+    count, and wins over the byte bound.
+
+    Raises:
+      ValueError: a byte count or `max_shards` that is not positive; from the
+        partitioner, a shape that is not a fully defined TensorShape.
+    Example:
+      >>> variable_axis_size_partitioner(4096)(TensorShape([1024, 4]), float32)
+      [4, 1]
+    """
+    if max_shard_bytes < 1 or bytes_per_string_element < 1:
+        raise ValueError("Both max_shard_bytes and bytes_per_string_element must be "
+                         f"positive, got {max_shard_bytes} and {bytes_per_string_element}")
+    if max_shards and max_shards < 1:
+        raise ValueError(f"max_shards must be positive, got {max_shards}")
+
+    def partitioner(shape, dtype) -> list:
+        if not isinstance(shape, TensorShape):
+            raise ValueError(f"shape is not a TensorShape: {shape}")
+        if not shape.is_fully_defined():
+            raise ValueError(f"shape is not fully defined: {shape}")
+        if not isinstance(dtype, dtypes.DType):
+            raise ValueError(f"dtype is not a DType: {dtype}")
+        dims = shape.as_list()
+        slice_bytes = shape.num_elements() / dims[axis] * _element_bytes(
+            dtype, bytes_per_string_element)
+        per_shard = max(1, math.floor(max_shard_bytes / slice_bytes))
+        shards = int(math.ceil(dims[axis] / per_shard))
+        parts = [1] * len(dims)
+        parts[axis] = min(max_shards, shards) if max_shards else shards
+        return parts
+    return partitioner
+
+
+def min_max_variable_partitioner(max_partitions: int = 1, axis: int = 0,
+                                 min_slice_size: int = 256 << 10,
+                                 bytes_per_string_element: int = 16) -> Callable:
+    """A partitioner giving each shard at least `min_slice_size` bytes, in at most
+    `max_partitions` shards (and no more than the axis is long), as TF's.
+
+    Raises (from the partitioner):
+      ValueError: `axis` is not a dimension of the shape.
+    Example:
+      >>> min_max_variable_partitioner(16)(TensorShape([1024, 1024]), float32)
+      [16, 1]
+    """
+    def partitioner(shape, dtype) -> list:
+        dims = TensorShape(shape).as_list()
+        if axis >= len(dims):
+            raise ValueError(f"Can not partition variable along axis {axis} when shape is "
+                             f"only {TensorShape(shape)}")
+        total = TensorShape(shape).num_elements() * _element_bytes(
+            dtype, bytes_per_string_element)
+        parts = [1] * len(dims)
+        parts[axis] = max(1, min(dims[axis], max_partitions,
+                                 int(math.ceil(total / min_slice_size))))
         return parts
     return partitioner
 
@@ -126,4 +199,5 @@ def shards_of(params) -> list:
 
 
 __all__ = ["PartitionInfo", "PartitionedVariable", "create_partitioned",
-           "fixed_size_partitioner", "shard_sizes", "shards_of"]
+           "fixed_size_partitioner", "min_max_variable_partitioner", "shard_sizes", "shards_of",
+           "variable_axis_size_partitioner"]

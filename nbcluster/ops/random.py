@@ -63,6 +63,11 @@ for _type in ("RandomStandardNormal", "RandomUniform", "TruncatedNormal"):
     register_op(_type, stateful=True)(_sampled_shape)
 
 
+@register_op("RandomShuffle", stateful=True)
+def _shuffle_shape(op):
+    return [(op.inputs[0].dtype, op.inputs[0].shape)]
+
+
 @register_op("RandomUniformInt", stateful=True)
 def _uniform_int_shape(op):
     check_rank(op, 1, 0)
@@ -144,3 +149,19 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32,
         rnd = graph.create_op("RandomUniform", [shape_t], attrs, name="RandomUniform")
         span = math_ops.subtract(hi, lo, name="sub")
         return math_ops.add(math_ops.multiply(rnd.outputs[0], span, name="mul"), lo, name=scope)
+
+
+def random_shuffle(value, seed: Optional[int] = None, name: Optional[str] = None) -> Tensor:
+    """`value` with its first dimension in a random order (op RandomShuffle).
+
+    Seeds follow `get_seed`: a seeded graph shuffles alike in every session.
+
+    Example:
+      >>> random_shuffle(convert_to_tensor([1, 2, 3]), seed=4).op.type
+      'RandomShuffle'
+    """
+    graph = graph_of(value)
+    with graph.as_default(), graph.name_scope(name or "RandomShuffle") as scope:
+        value = convert_to_tensor(value, name="value", graph=graph)
+        attrs = {"T": value.dtype, **_seed_attrs(seed, graph)}
+        return graph.create_op("RandomShuffle", [value], attrs, name=scope).outputs[0]

@@ -84,3 +84,30 @@ def test_an_initializer_class_works_where_an_instance_is_meant():
 def test_bad_variance_scaling_arguments_are_named(kwargs, words):
     with pytest.raises(ValueError, match=words.replace("`", "`").replace("(", r"\(")):
         tf.variance_scaling_initializer(**kwargs)
+
+
+def test_tf_initializers_namespace_holds_tf1s_aliases():
+    init = tf.initializers
+    assert init.zeros is tf.zeros_initializer and init.ones is tf.ones_initializer
+    assert init.constant is tf.constant_initializer
+    assert init.random_uniform is tf.random_uniform_initializer
+    assert init.random_normal is tf.random_normal_initializer
+    assert init.truncated_normal is tf.truncated_normal_initializer
+    assert init.glorot_uniform is tf.glorot_uniform_initializer
+    assert init.glorot_normal is tf.glorot_normal_initializer
+    assert init.variance_scaling is tf.variance_scaling_initializer
+    assert init.global_variables is tf.global_variables_initializer
+    assert init.local_variables is tf.local_variables_initializer
+    assert init.variables is tf.variables_initializer
+    np.testing.assert_array_equal(_value(init.constant(2.5), [2]), [2.5, 2.5])
+
+
+@pytest.mark.parametrize("name, scale, kind", [
+    ("he_normal", 2.0, "truncated_normal"), ("he_uniform", 2.0, "uniform"),
+    ("lecun_normal", 1.0, "truncated_normal"), ("lecun_uniform", 1.0, "uniform")])
+def test_he_and_lecun_are_variance_scaling_on_fan_in(name, scale, kind):
+    made = getattr(tf.initializers, name)(seed=3)
+    assert made.get_config() == {"scale": scale, "mode": "fan_in", "distribution": kind,
+                                 "seed": 3, "dtype": "float32"}
+    values = _value(made, [500, 200])
+    assert abs(values.var() / (scale / 500) - 1) < 0.1

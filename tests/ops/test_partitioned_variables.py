@@ -33,6 +33,37 @@ def test_shards_are_named_sized_and_read_whole_as_tf_does():
     assert len(tf.fixed_size_partitioner(5)(shape=tf.TensorShape([2, 4]))) == 2
 
 
+def test_size_based_partitioners_follow_tfs_arithmetic():
+    shape, f32 = tf.TensorShape([1024, 1024]), tf.float32  # 4 MiB, 4 KiB a row
+    assert tf.min_max_variable_partitioner(16)(shape, f32) == [16, 1]
+    assert tf.min_max_variable_partitioner(4)(shape, f32) == [4, 1]
+    assert tf.min_max_variable_partitioner(10 ** 6, min_slice_size=1)(
+        tf.TensorShape([6, 2]), f32) == [6, 1]  # never more shards than rows
+    assert tf.min_max_variable_partitioner(8, axis=1, min_slice_size=1)(
+        tf.TensorShape([3, 5]), tf.string) == [1, 5]
+    with pytest.raises(ValueError, match="along axis 2 when shape is only"):
+        tf.min_max_variable_partitioner(2, axis=2)(tf.TensorShape([3, 5]), f32)
+    cut = tf.variable_axis_size_partitioner
+    assert cut(1 << 20)(shape, f32) == [4, 1]  # 256 rows of 4 KiB a shard
+    assert cut((1 << 20) + 100)(shape, f32) == [4, 1]  # rows are never split
+    assert cut(1)(tf.TensorShape([3, 2]), f32) == [3, 1]  # one slice per shard at least
+    assert cut(1 << 20, max_shards=2)(shape, f32) == [2, 1]
+    assert cut(64, axis=1, bytes_per_string_element=8)(tf.TensorShape([4, 5]), tf.string) \
+        == [1, 3]  # 32 bytes a column, two columns a shard
+    with pytest.raises(ValueError, match="must be positive"):
+        cut(0)
+    with pytest.raises(ValueError, match="max_shards must be positive"):
+        cut(10, max_shards=-1)
+    with pytest.raises(ValueError, match="not fully defined"):
+        cut(10)(tf.TensorShape([None, 2]), f32)
+
+
+def test_a_size_partitioner_shards_get_variable():
+    emb = tf.get_variable("emb", [1000, 8], initializer=tf.zeros_initializer(),
+                          partitioner=tf.variable_axis_size_partitioner(8 * 4 * 300))
+    assert [v.shape.as_list() for v in emb] == [[250, 8]] * 4
+
+
 def test_shards_land_on_different_ps_tasks():
     spec = tf.train.ClusterSpec({"ps": ["127.0.0.1:1", "127.0.0.1:2"], "worker": ["127.0.0.1:3"]})
     with tf.device(tf.train.replica_device_setter(cluster=spec)):

@@ -163,3 +163,53 @@ def test_errors():
     with pytest.raises(tf.errors.InvalidArgumentError, match="must be >= 0"):
         with tf.Session() as sess:
             sess.run(tf.random_normal(dims), {dims: [2, -1]})
+
+
+# -- tf.random.* and RandomShuffle ----------------------------------------------------------
+def test_tf_random_namespace_is_tf1s():
+    assert tf.random.uniform is tf.random_uniform and tf.random.normal is tf.random_normal
+    assert tf.random.truncated_normal is tf.truncated_normal
+    assert tf.random.set_random_seed is tf.set_random_seed
+    assert tf.random.shuffle is tf.random_shuffle
+
+
+def test_random_shuffle_is_a_permutation_of_rows(fresh_graph):
+    x = np.arange(20, dtype=np.int64).reshape(10, 2)
+    out = tf.random.shuffle(tf.constant(x), seed=3, name="mix")
+    assert (out.op.type, out.op.name, out.shape.as_list()) == ("RandomShuffle", "mix", [10, 2])
+    assert out.op.get_attr("T") == tf.int64 and out.op.get_attr("seed2") == 3
+    with tf.Session() as sess:
+        first, second = sess.run(out), sess.run(out)
+    for rows in (first, second):  # whole rows move, each exactly once
+        assert sorted(rows[:, 0].tolist()) == x[:, 0].tolist()
+        np.testing.assert_array_equal(rows[:, 1], rows[:, 0] + 1)
+    assert not np.array_equal(first, second)  # each run draws the next order
+    scalar = tf.random.shuffle(tf.constant(5.0))
+    words = tf.random.shuffle(tf.constant(["a", "b", "c"]))
+    with tf.Session() as sess:
+        assert sess.run(scalar) == 5.0
+        assert sorted(sess.run(words).tolist()) == [b"a", b"b", b"c"]
+
+
+def test_seeded_graph_repeats_its_sequence_in_every_session():
+    def build():
+        return [tf.random.uniform([3]), tf.random.normal([2], seed=5),
+                tf.random.shuffle(tf.range(8))]
+    with tf.Graph().as_default():
+        tf.random.set_random_seed(11)
+        fetches = build()
+        with tf.Session() as sess:
+            once = [sess.run(fetches) for _ in range(2)]
+        with tf.Session() as sess:
+            again = [sess.run(fetches) for _ in range(2)]
+    for a, b in zip(once, again):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    rebuilt = build_and_run(build, seed=11, runs=2)  # same graph built again: same values
+    for a, b in zip(once, rebuilt):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    other = build_and_run(build, seed=12)[0]
+    assert not np.array_equal(other[0], once[0][0])
+    unseeded = build_and_run(lambda: tf.random.shuffle(tf.range(50)), runs=1)[0]
+    assert not np.array_equal(unseeded, build_and_run(lambda: tf.random.shuffle(tf.range(50)))[0])
