@@ -25,6 +25,10 @@ from nbcluster.training.saver import (Saver, checkpoint_exists, get_checkpoint_s
 from nbcluster.training.sync_replicas_optimizer import SyncReplicasOptimizer
 from nbcluster.training.training_util import (create_global_step, get_global_step,
                                               get_or_create_global_step, global_step)
+# queue-based input (issue 13)
+from nbcluster.training.input import (batch, input_producer, limit_epochs, range_input_producer,
+                                      shuffle_batch, slice_input_producer,
+                                      string_input_producer)
 
 __all__ = ["AdagradOptimizer", "AdamOptimizer", "ClusterDef", "ClusterSpec",
            "Coordinator", "ExponentialMovingAverage", "QueueRunner", "add_queue_runner",
@@ -40,4 +44,7 @@ __all__ = ["AdagradOptimizer", "AdamOptimizer", "ClusterDef", "ClusterSpec",
            "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Scaffold",
            "SecondOrStepTimer", "SessionCreator", "SessionRunArgs", "SessionRunContext",
            "SessionRunHook", "SessionRunValues", "SingularMonitoredSession", "StepCounterHook",
-           "StopAtStepHook", "WorkerSessionCreator"]
+           "StopAtStepHook", "WorkerSessionCreator",
+           # queue-based input (nbcluster/training/input.py)
+           "batch", "input_producer", "limit_epochs", "range_input_producer", "shuffle_batch",
+           "slice_input_producer", "string_input_producer"]

@@ -15,6 +15,7 @@ class GraphKeys:
     UPDATE_OPS = "update_ops"
     SUMMARIES = "summaries"
     SAVERS = "savers"
+    QUEUE_RUNNERS = "queue_runners"
     INIT_OP = "init_op"
     LOCAL_INIT_OP = "local_init_op"
     READY_OP = "ready_op"

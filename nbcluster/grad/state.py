@@ -10,8 +10,10 @@ from __future__ import annotations
 from nbcluster.grad.registry import NotDifferentiable
 
 for _type in ("VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized",
+              "CountUpTo",
               "FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueCloseV2",
               "QueueDequeueV2", "QueueDequeueManyV2", "QueueSizeV2",
+              "RandomShuffleQueueV2", "QueueDequeueUpToV2",
               "RandomStandardNormal", "RandomUniform", "TruncatedNormal",
               "RandomUniformInt", "RandomShuffle"):
     NotDifferentiable(_type)

@@ -1,4 +1,6 @@
-"""Kernels for FIFOQueue: a QueueResource per (container, name) on its task."""
+"""Kernels for FIFOQueue and RandomShuffleQueue: a QueueResource per (container, name)
+on its task; a RandomShuffleQueue hands out random elements and, until it is closed,
+keeps at least `min_after_dequeue` of them."""
 from __future__ import annotations
 
 import collections
@@ -7,11 +9,15 @@ import threading
 import numpy as np
 
 from nbcluster import errors
+from nbcluster.kernels.random import generator
 from nbcluster.kernels.registry import register_kernel
 
 
 class QueueResource:
     """A bounded FIFO of component tuples; blocking ops wait on its condition."""
+
+    kind = "FIFOQueue"  # TF's words in errors
+    min_after_dequeue = 0
 
     def __init__(self, name: str, capacity: int, dtypes: list, shapes: list = ()) -> None:
         self.name = name
@@ -24,7 +30,7 @@ class QueueResource:
         self.cond = threading.Condition()
 
     def _closed_error(self) -> errors.OpError:
-        return errors.CancelledError(None, None, f"FIFOQueue '{self.name}' is closed.")
+        return errors.CancelledError(None, None, f"{self.kind} '{self.name}' is closed.")
 
     def check_row(self, row: tuple, node_name: str) -> None:
         for i, (value, shape) in enumerate(zip(row, self.shapes)):
@@ -48,17 +54,21 @@ class QueueResource:
                 self.items.append(row)
                 self.cond.notify_all()
 
-    def dequeue(self, ctx, n: int) -> list:
+    def dequeue(self, ctx, n: int, up_to: bool = False) -> list:
+        """`n` rows; once closed, fewer if `up_to` (at least one), else OutOfRangeError."""
         with self.cond:
-            ctx.wait(self.cond, lambda: len(self.items) >= n or self.closed,
-                     f"{n} element(s) of queue {self.name}")
-            if len(self.items) < n:
+            ctx.wait(self.cond, lambda: len(self.items) >= n + self.min_after_dequeue
+                     or self.closed, f"{n} element(s) of queue {self.name}")
+            if len(self.items) < n and not (up_to and self.items):
                 raise errors.OutOfRangeError(
-                    None, None, f"FIFOQueue '{self.name}' is closed and has insufficient "
+                    None, None, f"{self.kind} '{self.name}' is closed and has insufficient "
                                 f"elements (requested {n}, current size {len(self.items)})")
-            rows = [self.items.popleft() for _ in range(n)]
+            rows = [self._take() for _ in range(min(n, len(self.items)))]
             self.cond.notify_all()
             return rows
+
+    def _take(self) -> tuple:
+        return self.items.popleft()
 
     def close(self, cancel_pending_enqueues: bool = False) -> None:
         with self.cond:
@@ -70,19 +80,51 @@ class QueueResource:
         self.close(cancel_pending_enqueues=True)
 
 
-@register_kernel("FIFOQueueV2", "CPU")
-def _queue(node, device):
-    container = node.attrs.get("container") or None
-    name = node.attrs.get("shared_name") or node.name
-    capacity = int(node.attrs.get("capacity", -1))
-    dtypes = list(node.attrs["component_types"])
-    shapes = list(node.attrs.get("shapes") or [])
+class RandomShuffleQueueResource(QueueResource):
+    """Dequeues take random elements; until closed, `min_after_dequeue` stay behind."""
 
-    def queue(ctx):
-        return (ctx.resources.lookup_or_create(
-            container or ctx.default_container, name,
-            lambda: QueueResource(node.name, capacity, dtypes, shapes), QueueResource),)
-    return queue
+    kind = "RandomShuffleQueue"
+
+    def __init__(self, name: str, capacity: int, dtypes: list, shapes: list,
+                 min_after_dequeue: int, rng: np.random.Generator) -> None:
+        super().__init__(name, capacity, dtypes, shapes)
+        self.items = []  # random removal: swap with the last, then pop
+        self.min_after_dequeue = max(0, min_after_dequeue)
+        self.rng = rng
+
+    def close(self, cancel_pending_enqueues: bool = False) -> None:
+        with self.cond:
+            self.min_after_dequeue = 0  # as TF: a closed queue gives out what it holds
+        super().close(cancel_pending_enqueues)
+
+    def _take(self) -> tuple:
+        i = int(self.rng.integers(len(self.items)))
+        self.items[i], self.items[-1] = self.items[-1], self.items[i]
+        return self.items.pop()
+
+
+def _queue_kernel(make):
+    def factory(node, device):
+        container = node.attrs.get("container") or None
+        name = node.attrs.get("shared_name") or node.name
+        capacity = int(node.attrs.get("capacity", -1))
+        dtypes = list(node.attrs["component_types"])
+        shapes = list(node.attrs.get("shapes") or [])
+
+        def queue(ctx):
+            return (ctx.resources.lookup_or_create(
+                container or ctx.default_container, name,
+                lambda: make(node, capacity, dtypes, shapes), QueueResource),)
+        return queue
+    return factory
+
+
+register_kernel("FIFOQueueV2", "CPU")(_queue_kernel(
+    lambda node, capacity, dtypes, shapes: QueueResource(node.name, capacity, dtypes, shapes)))
+register_kernel("RandomShuffleQueueV2", "CPU")(_queue_kernel(
+    lambda node, capacity, dtypes, shapes: RandomShuffleQueueResource(
+        node.name, capacity, dtypes, shapes, int(node.attrs.get("min_after_dequeue", 0)),
+        generator(node))))
 
 
 def _cast(values, dtypes) -> tuple:
@@ -122,18 +164,26 @@ def _dequeue(node, device):
     return dequeue
 
 
-@register_kernel("QueueDequeueManyV2", "CPU")
-def _dequeue_many(node, device):
-    def dequeue_many(ctx, queue, n):
-        if not queue.shapes:
-            raise errors.InvalidArgumentError(
-                None, None, "FIFOQueue's DequeueMany and DequeueUpTo require the components "
-                            "to have specified shapes.", node_name=node.name)
-        rows = queue.dequeue(ctx, int(n))
-        return tuple(np.stack([r[i] for r in rows]) if rows else
-                     np.zeros((0,), dtype=d.as_numpy_dtype)
-                     for i, d in enumerate(queue.dtypes))
-    return dequeue_many
+def _dequeue_batch(up_to: bool):
+    def factory(node, device):
+        def dequeue_many(ctx, queue, n):
+            if not queue.shapes:
+                raise errors.InvalidArgumentError(
+                    None, None, f"{queue.kind}'s DequeueMany and DequeueUpTo require the "
+                                f"components to have specified shapes.", node_name=node.name)
+            if int(n) < 0:
+                raise errors.InvalidArgumentError(
+                    None, None, f"{node.op}: requested {int(n)} elements", node_name=node.name)
+            rows = queue.dequeue(ctx, int(n), up_to)
+            return tuple(np.stack([r[i] for r in rows]) if rows else
+                         np.zeros([0] + s.as_list(), dtype=d.as_numpy_dtype)
+                         for i, (d, s) in enumerate(zip(queue.dtypes, queue.shapes)))
+        return dequeue_many
+    return factory
+
+
+register_kernel("QueueDequeueManyV2", "CPU")(_dequeue_batch(up_to=False))
+register_kernel("QueueDequeueUpToV2", "CPU")(_dequeue_batch(up_to=True))
 
 
 @register_kernel("QueueSizeV2", "CPU")

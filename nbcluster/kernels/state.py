@@ -60,6 +60,21 @@ register_kernel("AssignAdd", "CPU", "GPU")(_updater(+1))
 register_kernel("AssignSub", "CPU", "GPU")(_updater(-1))
 
 
+@register_kernel("CountUpTo", "CPU", "GPU")
+def _count_up_to(node, device):
+    limit = int(node.attrs["limit"])
+
+    def count_up_to(ctx, ref):
+        with ref.lock:
+            before = ref.read()
+            if int(before) >= limit:
+                raise errors.OutOfRangeError(None, None, f"Reached limit of {limit}",
+                                             node_name=node.name)
+            ref.write((before + 1).astype(before.dtype, copy=False))
+        return (before,)
+    return count_up_to
+
+
 @register_kernel("IsVariableInitialized", "CPU", "GPU")
 def _is_initialized(node, device):
     import numpy as np

@@ -1,19 +1,24 @@
-"""FIFOQueue: a queue resource on its task; dequeue blocks until data arrives."""
+"""FIFOQueue and RandomShuffleQueue: a queue resource on its task; dequeue blocks
+until data arrives."""
 from __future__ import annotations
 
 from typing import Optional
+
+import numpy as np
 
 from nbcluster.framework import dtypes as dtypes_lib
 from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import get_default_graph
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.tensor_shape import TensorShape, scalar, unknown_shape
+from nbcluster.ops.random import get_seed
+from nbcluster.ops.shape_inference import constant_value
 
 
-def _component_shapes(op, batch: bool):
+def _component_shapes(op, batch: bool, rows=None):
     shapes = op.get_attr("shapes") or [unknown_shape()] * len(op.get_attr("component_types"))
     if batch:
-        return [TensorShape([None] + s.as_list()) if s.rank is not None else unknown_shape()
+        return [TensorShape([rows] + s.as_list()) if s.rank is not None else unknown_shape()
                 for s in shapes]
     return shapes
 
@@ -21,6 +26,9 @@ def _component_shapes(op, batch: bool):
 @register_op("FIFOQueueV2", stateful=True)
 def _queue_shape(op):
     return [(dtypes_lib.resource, scalar())]
+
+
+register_op("RandomShuffleQueueV2", stateful=True)(_queue_shape)
 
 
 @register_op("QueueEnqueueV2", stateful=True, ref_inputs=(0,), blocking=True)
@@ -39,6 +47,13 @@ def _dequeue_shape(op):
 
 @register_op("QueueDequeueManyV2", stateful=True, ref_inputs=(0,), blocking=True)
 def _dequeue_many_shape(op):
+    n = constant_value(op.inputs[1])  # a constant count: batches of that many rows
+    rows = int(n) if n is not None and np.ndim(n) == 0 else None
+    return list(zip(op.get_attr("component_types"), _component_shapes(op, True, rows)))
+
+
+@register_op("QueueDequeueUpToV2", stateful=True, ref_inputs=(0,), blocking=True)
+def _dequeue_up_to_shape(op):
     return list(zip(op.get_attr("component_types"), _component_shapes(op, True)))
 
 
@@ -55,8 +70,11 @@ class FIFOQueue:
       >>> enq = q.enqueue([1.0]); deq = q.dequeue()
     """
 
+    _op_type = "FIFOQueueV2"
+
     def __init__(self, capacity: int, dtypes, shapes=None, names=None,
-                 shared_name: Optional[str] = None, name: str = "fifo_queue") -> None:
+                 shared_name: Optional[str] = None, name: str = "fifo_queue",
+                 _attrs: Optional[dict] = None) -> None:
         if not isinstance(dtypes, (list, tuple)):
             dtypes = [dtypes]
         self._dtypes = [dtypes_lib.as_dtype(d) for d in dtypes]
@@ -67,9 +85,10 @@ class FIFOQueue:
         graph = get_default_graph()
         self._graph = graph
         self._queue_ref = graph.create_op(
-            "FIFOQueueV2", [], {"component_types": self._dtypes,
+            self._op_type, [], {"component_types": self._dtypes,
                                 "shapes": self._shapes or [], "capacity": int(capacity),
-                                "container": "", "shared_name": shared_name or ""},
+                                "container": "", "shared_name": shared_name or "",
+                                **(_attrs or {})},
             name=name).outputs[0]
         self._name = self._queue_ref.op.name
 
@@ -127,9 +146,44 @@ class FIFOQueue:
                       timeout_ms=-1)
         return self._unpack(op.outputs)
 
+    def dequeue_up_to(self, n, name=None):
+        """Like dequeue_many, but once the queue is closed it gives the rest (at least
+        one element) instead of failing; OutOfRangeError when none is left."""
+        count = convert_to_tensor(n, dtype=dtypes_lib.int32)
+        op = self._op("QueueDequeueUpToV2", [count], name or f"{self._name}_DequeueUpTo",
+                      timeout_ms=-1)
+        return self._unpack(op.outputs)
+
     def size(self, name=None):
         return self._op("QueueSizeV2", [], name or f"{self._name}_Size").outputs[0]
 
     def close(self, cancel_pending_enqueues: bool = False, name=None):
         return self._op("QueueCloseV2", [], name or f"{self._name}_Close",
                         cancel_pending_enqueues=cancel_pending_enqueues)
+
+
+class RandomShuffleQueue(FIFOQueue):
+    """A queue that dequeues its elements in a random order (tf.RandomShuffleQueue).
+
+    Until it is closed, a dequeue waits while it would leave fewer than
+    `min_after_dequeue` elements, so what comes out is mixed; seeds follow
+    the graph and op seed rule of `ops/random.py`.
+
+    Example:
+      >>> q = RandomShuffleQueue(10, 2, [float32], shapes=[[]])
+      >>> q.queue_ref.op.type
+      'RandomShuffleQueueV2'
+    """
+
+    _op_type = "RandomShuffleQueueV2"
+
+    def __init__(self, capacity: int, min_after_dequeue: int, dtypes, shapes=None,
+                 names=None, seed: Optional[int] = None, shared_name: Optional[str] = None,
+                 name: str = "random_shuffle_queue") -> None:
+        seed1, seed2 = get_seed(seed)
+        super().__init__(capacity, dtypes, shapes, names, shared_name, name,
+                         _attrs={"min_after_dequeue": int(min_after_dequeue),
+                                 "seed": seed1 or 0, "seed2": seed2 or 0})
+        self._min_after_dequeue = int(min_after_dequeue)
+
+    min_after_dequeue = property(lambda self: self._min_after_dequeue)

@@ -50,6 +50,18 @@ register_op("AssignAdd", stateful=True, ref_inputs=(0,), ref_outputs=(0,))(_upda
 register_op("AssignSub", stateful=True, ref_inputs=(0,), ref_outputs=(0,))(_update_shape)
 
 
+@register_op("CountUpTo", stateful=True, ref_inputs=(0,))
+def _count_up_to_shape(op):
+    ref = op.inputs[0]
+    if ref.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"Value passed to parameter 'ref' has DataType {ref.dtype.name} not "
+                        f"in list of allowed values: int32, int64")
+    if ref.shape.rank not in (None, 0):
+        raise ValueError(f"Shape must be rank 0 but is rank {ref.shape.rank} for "
+                         f"'{op.name}' (op: 'CountUpTo')")
+    return [(ref.dtype, scalar())]
+
+
 @register_op("IsVariableInitialized", ref_inputs=(0,))
 def _is_initialized_shape(op):
     return [(dtypes.bool, scalar())]
@@ -148,6 +160,11 @@ class Variable:
     def assign_sub(self, delta, use_locking: bool = False, name=None, read_value: bool = True):
         return self._update("AssignSub", delta, use_locking, name, read_value)
 
+    def count_up_to(self, limit: int):
+        """Adds 1 and gives the value before, until `limit` (op CountUpTo); a run at
+        the limit fails with OutOfRangeError."""
+        return count_up_to(self, limit)
+
     def eval(self, session=None):
         return self._variable.eval(session=session)
 
@@ -194,6 +211,20 @@ def _assign_fn(op_type: str):
 assign = _assign_fn("Assign")
 assign_add = _assign_fn("AssignAdd")
 assign_sub = _assign_fn("AssignSub")
+
+
+def count_up_to(ref, limit: int, name: Optional[str] = None) -> Tensor:
+    """The int32/int64 scalar variable `ref` counted up by one per run; its value
+    before. At `limit` the run fails with OutOfRangeError, as TF's.
+
+    Example:
+      >>> count_up_to(Variable(0, name="n"), 3).op.type
+      'CountUpTo'
+    """
+    var = ref._as_graph_element() if hasattr(ref, "_as_graph_element") else ref
+    with var.graph.colocate_with(var.op):
+        return var.graph.create_op("CountUpTo", [var], {"T": var.dtype, "limit": int(limit)},
+                                   name=name or "CountUpTo").outputs[0]
 
 
 def global_variables(scope: Optional[str] = None) -> list:

@@ -21,8 +21,10 @@ def test_queue_ops_names_and_types():
     x, y = q.dequeue()
     assert x.op.name == "fifo_queue_Dequeue" and x.dtype == tf.float32
     assert x.shape.as_list() == [] and y.shape.as_list() == [2]
-    xs, ys = q.dequeue_many(3)
-    assert xs.shape.as_list() == [None] and ys.shape.as_list() == [None, 2]
+    xs, ys = q.dequeue_many(3)  # a constant count fixes the batch dimension, as TF's
+    assert xs.shape.as_list() == [3] and ys.shape.as_list() == [3, 2]
+    n = tf.placeholder(tf.int32, [])
+    assert q.dequeue_many(n)[1].shape.as_list() == [None, 2]
     size = q.size()
     assert size.op.name == "fifo_queue_Size" and size.dtype == tf.int32
     assert q.close().name == "fifo_queue_Close"

@@ -71,12 +71,12 @@ def test_runner_threads_fill_a_queue_until_the_coordinator_stops_them():
     with tf.Session() as sess:
         coord = tf.train.Coordinator()
         threads = tf.train.start_queue_runners(sess, coord=coord)
-        assert len(threads) == 2 and all(t.is_alive() for t in threads)
+        # two loops, and (as TF) a thread that cancels the queue once the coordinator stops
+        assert len(threads) == 3 and all(t.is_alive() for t in threads)
         for _ in range(5):
             bx, by = sess.run([xs, ys])
             np.testing.assert_allclose(by, 2 * bx + 1, rtol=1e-6)
-        coord.request_stop()
-        sess.run(queue.close(cancel_pending_enqueues=True))  # wakes a blocked enqueue
+        coord.request_stop()  # the cancel wakes the enqueues blocked on the full queue
         coord.join(threads, stop_grace_period_secs=10)
     assert not any(t.is_alive() for t in threads)
 
