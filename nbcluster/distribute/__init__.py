@@ -8,8 +8,11 @@ import importlib
 from nbcluster.server import Server
 from nbcluster.distribute import cluster_resolver
 from nbcluster.distribute.parameter_server_strategy import ReduceOp
+from nbcluster.distribute.input_context import InputContext
+from nbcluster.distribute.sharded_variable import ShardedVariable
 
-__all__ = ["Server", "ReduceOp", "cluster_resolver", "experimental"]
+__all__ = ["Server", "ReduceOp", "cluster_resolver", "experimental", "InputContext",
+           "ShardedVariable"]
 
 
 def __getattr__(name: str):

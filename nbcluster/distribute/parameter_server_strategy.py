@@ -13,11 +13,13 @@ import itertools
 import threading
 from typing import Callable, Optional
 
+from nbcluster.distribute.input_context import InputContext
+from nbcluster.distribute.sharded_variable import create_sharded
 from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.graph import get_default_graph
 from nbcluster.ops import reduction
-from nbcluster.ops.state import GLOBAL_VARIABLES, variables_initializer
+from nbcluster.ops.state import GLOBAL_VARIABLES, variable_creator_scope, variables_initializer
 
 VARIABLE_OP_TYPES = frozenset({"VariableV2", "VarHandleOp"})
 
@@ -58,12 +60,14 @@ class ParameterServerStrategy:
       cluster_resolver: any object with `cluster_spec()` (a ClusterSpec or
         what ClusterSpec accepts) and `rpc_layer`; the cluster needs "ps"
         and "worker" jobs ("chief" and others are allowed and unused).
-      variable_partitioner: must be None (sharded variables are not
-        supported yet).
+      variable_partitioner: None, or a callable `(shape, dtype) -> shard
+        counts per dimension` (tf.distribute.experimental.partitioners):
+        a variable it cuts along axis 0 becomes a ShardedVariable, its shards
+        spread round robin over the ps tasks.
     Raises:
       ValueError: the cluster lacks a ps or worker job, or `rpc_layer` is
         not "grpc".
-      NotImplementedError: a `variable_partitioner` was given.
+      TypeError: a `variable_partitioner` that is not callable.
     Example:
       >>> strategy = ParameterServerStrategy(resolver)  # doctest: +SKIP
       >>> with strategy.scope():  # doctest: +SKIP
@@ -82,9 +86,10 @@ class ParameterServerStrategy:
         rpc_layer = getattr(cluster_resolver, "rpc_layer", None) or "grpc"
         if rpc_layer != "grpc":
             raise ValueError(f"rpc_layer {rpc_layer!r} is not supported; use 'grpc'")
-        if variable_partitioner is not None:
-            raise NotImplementedError(f"variable_partitioner {variable_partitioner!r}: "
-                                      f"sharded variables are not supported yet")
+        if variable_partitioner is not None and not callable(variable_partitioner):
+            raise TypeError(f"variable_partitioner must be callable, got "
+                            f"{variable_partitioner!r}")
+        self._variable_partitioner = variable_partitioner
         self._cluster_resolver = cluster_resolver
         self._spec = spec
         self._graph = get_default_graph()
@@ -103,6 +108,7 @@ class ParameterServerStrategy:
 
     cluster_resolver = property(lambda self: self._cluster_resolver)
     graph = property(lambda self: self._graph)
+    variable_partitioner = property(lambda self: self._variable_partitioner)
 
     @property
     def num_replicas_in_sync(self) -> int:
@@ -119,7 +125,7 @@ class ParameterServerStrategy:
         # A Graph's device stack is shared by threads: entering and leaving take
         # the build lock, so they never interleave with a worker thread's build.
         placing = self._graph.device(self._place_variable)
-        with self._graph.as_default():
+        with self._graph.as_default(), self._sharding():
             with self.build_lock:
                 placing.__enter__()
             try:
@@ -127,6 +133,28 @@ class ParameterServerStrategy:
             finally:
                 with self.build_lock:
                     placing.__exit__(None, None, None)
+
+    def _sharding(self):
+        if self._variable_partitioner is None:
+            return contextlib.nullcontext()
+        partitioner = self._variable_partitioner
+        return variable_creator_scope(
+            lambda next_creator, **kwargs: create_sharded(next_creator, partitioner, kwargs))
+
+    def distribute_datasets_from_function(self, dataset_fn: Callable, options=None):
+        """`dataset_fn(input_context)`: a worker's dataset (call it in the function
+        given to `coordinator.create_per_worker_dataset`). As TF's: each worker is
+        its own input pipeline (num_input_pipelines 1, input_pipeline_id 0).
+
+        Raises:
+          TypeError: `dataset_fn` is not callable.
+        """
+        del options
+        if not callable(dataset_fn):
+            raise TypeError(f"dataset_fn must be callable, got {dataset_fn!r}")
+        return dataset_fn(InputContext(1, 0, self.num_replicas_in_sync))
+
+    experimental_distribute_datasets_from_function = distribute_datasets_from_function
 
     def _place_variable(self, op) -> str:
         if op.type not in VARIABLE_OP_TYPES:

@@ -65,6 +65,9 @@ class PerWorkerDataset:
 
 
 def _dataset(dataset_fn, worker: int):
+    # TF2 code passes a tf.function (calling strategy.distribute_datasets_from_function):
+    # here a dataset lives in the coordinator, so its Python function is what runs
+    dataset_fn = getattr(dataset_fn, "python_function", dataset_fn)
     dataset = dataset_fn() if callable(dataset_fn) else dataset_fn
     try:
         iter(dataset)

@@ -45,6 +45,8 @@ def embedding_lookup(params, ids, partition_strategy: str = "mod", name: Optiona
       >>> table = Variable(random_normal([1000, 16]))
       >>> rows = embedding_lookup(table, constant([[3, 7], [7, 0]]))   # [2, 2, 16]
     """
+    # TF2's lookup on a ShardedVariable is always "div": its shards hold contiguous rows
+    partition_strategy = getattr(params, "_lookup_partition_strategy", partition_strategy)
     if partition_strategy not in PARTITION_STRATEGIES:
         raise ValueError(f"Unrecognized partition strategy: {partition_strategy!r}; expected "
                          f"one of {PARTITION_STRATEGIES}")

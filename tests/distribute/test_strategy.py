@@ -66,8 +66,8 @@ def test_bad_clusters_and_options_are_rejected():
         make({"worker": ["127.0.0.1:3"]})
     with pytest.raises(ValueError, match="'grpc\\+verbs'"):
         make(rpc_layer="grpc+verbs")
-    with pytest.raises(NotImplementedError, match="variable_partitioner"):
-        make(variable_partitioner=lambda shape, dtype: [1, 1])
+    with pytest.raises(TypeError, match="variable_partitioner must be callable"):
+        make(variable_partitioner=3)
     with pytest.raises(TypeError, match="cluster_spec"):
         ParameterServerStrategy(SPEC)
 
