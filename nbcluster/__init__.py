@@ -84,7 +84,8 @@ from nbcluster.ops.partitioned_variables import (min_max_variable_partitioner,
                                                  variable_axis_size_partitioner)
 from nbcluster.ops.random import random_shuffle
 from nbcluster.ops.queue import RandomShuffleQueue
-from nbcluster.ops.state import count_up_to, variable_creator_scope
+from nbcluster.ops.state import count_up_to
+from nbcluster.ops.variable_creators import variable_creator_scope
 from nbcluster import initializers, random
 
 __version__ = "0.1.0"

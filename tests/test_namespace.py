@@ -28,6 +28,10 @@ TF1_NAMES = [
     "reduce_any", "count_nonzero", "scatter_update", "scatter_add", "scatter_sub", "math",
     "report_uninitialized_variables", "IndexedSlices", "IndexedSlicesValue", "unique",
     "PartitionedVariable", "fixed_size_partitioner", "floordiv", "floormod", "mod",
+    # what TF1 programs call beyond the core (issue 13)
+    "reduce_prod", "random_shuffle", "RandomShuffleQueue", "count_up_to",
+    "variable_creator_scope", "variable_axis_size_partitioner", "min_max_variable_partitioner",
+    "random", "initializers",
 ]
 
 
@@ -47,7 +51,12 @@ def test_nested_namespaces():
     assert tf.train.ClusterSpec and tf.train.Server and tf.train.ServerDef
     assert tf.train.ClusterDef and tf.distribute.Server is tf.train.Server
     assert tf.nn.relu and tf.nn.softmax_cross_entropy_with_logits_v2 and tf.nn.sigmoid
-    assert tf.nn.embedding_lookup
+    assert tf.nn.embedding_lookup and tf.nn.compute_average_loss
+    for name in ("input_producer", "string_input_producer", "range_input_producer",
+                 "slice_input_producer", "batch", "shuffle_batch", "limit_epochs"):
+        assert getattr(tf.train, name) is not None, name
+    assert tf.distribute.InputContext and tf.distribute.ShardedVariable
+    assert tf.GraphKeys.QUEUE_RUNNERS == "queue_runners"
     assert issubclass(tf.errors.NotFoundError, tf.errors.OpError)
 
 

@@ -143,7 +143,8 @@ class ClusterCoordinator:
         return self._workers[0].read(fetches)
 
     def create_per_worker_dataset(self, dataset_fn) -> PerWorkerDataset:
-        """Datasets, one per worker: `dataset_fn()` returns an iterable of batches.
+        """Datasets, one per worker: `dataset_fn()` returns an iterable of batches
+        (it may be a tf.function calling `strategy.distribute_datasets_from_function`).
 
         Returns: a PerWorkerDataset; `iter()` of it gives per-worker iterators.
         Raises:

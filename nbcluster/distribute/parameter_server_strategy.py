@@ -19,7 +19,8 @@ from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.graph import get_default_graph
 from nbcluster.ops import reduction
-from nbcluster.ops.state import GLOBAL_VARIABLES, variable_creator_scope, variables_initializer
+from nbcluster.ops.state import GLOBAL_VARIABLES, variables_initializer
+from nbcluster.ops.variable_creators import variable_creator_scope
 
 VARIABLE_OP_TYPES = frozenset({"VariableV2", "VarHandleOp"})
 

@@ -47,8 +47,10 @@ class PerWorkerDataset:
 
     Args:
       dataset_fn: called once per worker, returns an iterable of batches
-        (numpy arrays or nested tuples/dicts of them); or an iterable,
-        which every worker then iterates on its own.
+        (numpy arrays or nested tuples/dicts of them); a tf.function (as TF2
+        code passes one calling `strategy.distribute_datasets_from_function`),
+        whose Python function is called; or an iterable, which every worker
+        then iterates on its own.
       num_workers: how many workers.
     Raises:
       TypeError: `dataset_fn` gave something that is not iterable.

@@ -1,9 +1,6 @@
 """Variables (TF1 reference variables) and their initializers and updates."""
 from __future__ import annotations
 
-import contextlib
-import inspect
-import threading
 from typing import Optional
 
 from nbcluster.framework import dtypes
@@ -12,6 +9,7 @@ from nbcluster.framework.graph import get_default_graph, graph_of
 from nbcluster.framework.op_registry import get_op_def, register_op
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape, scalar
+from nbcluster.ops.variable_creators import CreatedThroughScopes
 
 GLOBAL_VARIABLES = "variables"
 TRAINABLE_VARIABLES = "trainable_variables"
@@ -70,57 +68,7 @@ def _is_initialized_shape(op):
     return [(dtypes.bool, scalar())]
 
 
-# -- variable creator scopes (tf.variable_creator_scope) -------------------------------
-# Per thread, as TF's: (graph, creator) pairs, innermost last. A strategy's scope
-# enters one, so `Variable(...)` in it may give something else (a ShardedVariable).
-_creator_scopes = threading.local()
-
-
-def _creators_of(graph) -> list:
-    return [c for g, c in getattr(_creator_scopes, "stack", []) if g is graph]
-
-
-@contextlib.contextmanager
-def variable_creator_scope(variable_creator):
-    """Routes `Variable(...)` in the default graph, on this thread, through
-    `variable_creator(next_creator, **kwargs)`; it may call `next_creator(**kwargs)`
-    (the next scope out, at last the plain constructor) any number of times.
-
-    Example:
-      >>> def doubled(next_creator, **kwargs):
-      ...     return next_creator(**dict(kwargs, initial_value=kwargs["initial_value"] * 2))
-      >>> with variable_creator_scope(doubled):
-      ...     v = Variable(1.0)
-    """
-    stack = getattr(_creator_scopes, "stack", None)
-    if stack is None:
-        stack = _creator_scopes.stack = []
-    entry = (get_default_graph(), variable_creator)
-    stack.append(entry)
-    try:
-        yield
-    finally:
-        stack.remove(entry)
-
-
-class _CreatedThroughScopes(type):
-    def __call__(cls, *args, **kwargs):
-        creators = _creators_of(get_default_graph()) if cls is Variable else []
-        if not creators:
-            return super().__call__(*args, **kwargs)
-        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
-        bound.apply_defaults()
-        named = {k: v for k, v in bound.arguments.items() if k not in ("self", "unused")}
-        named.update(bound.arguments.get("unused") or {})
-
-        def chain(i):
-            if i < 0:
-                return lambda **kw: super(_CreatedThroughScopes, cls).__call__(**kw)
-            return lambda **kw: creators[i](chain(i - 1), **kw)
-        return chain(len(creators) - 1)(**named)
-
-
-class Variable(metaclass=_CreatedThroughScopes):
+class Variable(metaclass=CreatedThroughScopes):
     """A TF1 variable: state on its device's task, shared by every session there.
 
     Example:
