@@ -6,7 +6,7 @@ from nbcluster.ops.math import tanh
 from nbcluster.ops.embedding import embedding_lookup
 from nbcluster.ops.sigmoid_losses import (sigmoid_cross_entropy_with_logits,
                                           weighted_cross_entropy_with_logits)
-from nbcluster.ops.losses import compute_average_loss
+from nbcluster.ops.loss_scaling import compute_average_loss
 
 __all__ = ["embedding_lookup", "relu", "sigmoid", "sigmoid_cross_entropy_with_logits", "softmax",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
