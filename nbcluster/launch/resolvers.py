@@ -182,7 +182,8 @@ class TFConfigClusterResolver(ClusterResolver):
 
     @property
     def task_id(self) -> Optional[int]:
-        return int(self._task_id) if self._task_id is not None else self._config().index
+        # TF's resolver: None where TF_CONFIG's task names no index
+        return int(self._task_id) if self._task_id is not None else self._config().given_index
 
     @task_id.setter
     def task_id(self, value: Optional[int]) -> None:

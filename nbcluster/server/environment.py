@@ -24,6 +24,7 @@ class EnvironmentTask(NamedTuple):
     rpc_layer: Optional[str] = None
     environment: str = ""
     session_master: Optional[str] = None  # TF_CONFIG's "session_master": a TF1 master
+    given_index: Optional[int] = None  # the index as written (None: absent, then 0)
 
 
 def _split_top_level(text: str) -> list:
@@ -129,16 +130,18 @@ def from_tf_config(environ: Mapping) -> EnvironmentTask:
         job = str(job)  # TF casts the task type to str: {"type": 1} names job "1"
     if job is not None and not isinstance(job, str):
         raise ValueError(f"TF_CONFIG's task type must be a string, not {job!r}")
+    given = None
     if index is not None:
         try:
-            index = int(index)
+            index = given = int(index)
         except (TypeError, ValueError):
             raise ValueError(f"TF_CONFIG's task index must be an integer, not {index!r}") \
                 from None
     elif job is not None:
         index = 0  # as TF: a task type without an index is task 0
     return EnvironmentTask(cluster, job, index, config.get("rpc_layer"),
-                           config.get("environment") or "", config.get("session_master"))
+                           config.get("environment") or "", config.get("session_master"),
+                           given)
 
 
 def _slurm_int(environ: Mapping, *names: str) -> int:

@@ -112,6 +112,8 @@ def test_tf_config_integer_task_type_is_cast_to_str(env):
         r.master()
     assert TFConfigClusterResolver(task_type=123456, task_id="0").task_type == "123456"
     assert TFConfigClusterResolver(task_type=123456, task_id="0").task_id == 0
+    env(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "ps"}}))
+    assert (r.task_type, r.task_id) == ("ps", None)  # TF's resolver: no index, no id
     env(TF_CONFIG=json.dumps({"task": {"type": ["worker"], "index": 0}}))
     with pytest.raises(ValueError, match=r"\['worker'\]"):
         r.task_type
