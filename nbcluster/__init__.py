@@ -91,11 +91,17 @@ from nbcluster import initializers, random
 __version__ = "0.1.0"
 
 
+_LAZY_MODULES = ("app", "flags", "summary")  # absl / tensorboard load on first use
+
+
 def __getattr__(name: str):
     # Cluster and LaunchError load on first use: the launchers import grpc.
     if name in ("Cluster", "LaunchError"):
         from nbcluster import launch
         return getattr(launch, name)
+    if name in _LAZY_MODULES:
+        import importlib
+        return importlib.import_module(f"nbcluster.{name}")
     raise AttributeError(f"module 'nbcluster' has no attribute {name!r}")
 
 
