@@ -61,13 +61,14 @@ def test_nested_namespaces():
 
 
 def test_import_stays_lean():
-    """`import nbcluster` loads no gRPC, IPython or widgets: they come when first used."""
+    """`import nbcluster` loads no gRPC, IPython, widgets, absl or tensorboard: they come
+    when first used."""
     import subprocess
     import sys
 
     from nbcluster.launch import child_env
     heavy = ["grpc", "IPython", "ipywidgets", "nbcluster.launch.cluster",
-             "nbcluster.distribute.coordinator"]
+             "nbcluster.distribute.coordinator", "absl", "tensorboard"]
     code = ("import sys, nbcluster as tf; tf.Session; tf.train.Saver; "
             f"print([m for m in {heavy!r} if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True,
@@ -79,6 +80,8 @@ def test_lazy_names_resolve():
     assert tf.Cluster.local and tf.LaunchError.__mro__[1] is RuntimeError
     assert tf.distribute.experimental.ParameterServerStrategy.__name__ == \
         "ParameterServerStrategy"
+    assert tf.app.run and tf.flags.DEFINE_string and tf.app.flags is tf.flags
+    assert tf.summary.FileWriter and tf.summary.scalar
     with pytest.raises(AttributeError, match="no_such_name"):
         tf.no_such_name  # noqa: B018
 
