@@ -7,6 +7,7 @@ from nbcluster.monitored import (CheckpointSaverHook, ChiefSessionCreator, Loggi
                                  SessionRunContext, SessionRunHook, SessionRunValues,
                                  SingularMonitoredSession, StepCounterHook, StopAtStepHook,
                                  WorkerSessionCreator)
+from nbcluster.monitored import LooperThread, SessionManager, Supervisor
 from nbcluster.proto.config_pb2 import ClusterDef, JobDef, ServerDef
 from nbcluster.server import Server
 from nbcluster.training.adagrad import AdagradOptimizer
@@ -47,4 +48,6 @@ __all__ = ["AdagradOptimizer", "AdamOptimizer", "ClusterDef", "ClusterSpec",
            "StopAtStepHook", "WorkerSessionCreator",
            # queue-based input (nbcluster/training/input.py)
            "batch", "input_producer", "limit_epochs", "range_input_producer", "shuffle_batch",
-           "slice_input_producer", "string_input_producer"]
+           "slice_input_producer", "string_input_producer",
+           # TF1's Supervisor (nbcluster/monitored/supervisor.py)
+           "LooperThread", "SessionManager", "Supervisor"]

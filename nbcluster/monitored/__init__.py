@@ -11,10 +11,15 @@ from nbcluster.monitored.stop_hooks import (NanLossDuringTrainingError, NanTenso
                                             StopAtStepHook)
 from nbcluster.monitored.timer import SecondOrStepTimer
 from nbcluster.monitored.training_session import MonitoredTrainingSession
+# TF1's Supervisor and its SessionManager
+from nbcluster.monitored.session_manager import SessionManager
+from nbcluster.monitored.supervisor import Supervisor
+from nbcluster.monitored.supervisor_threads import LooperThread
 
 __all__ = ["CheckpointSaverHook", "ChiefSessionCreator", "LoggingTensorHook",
            "MonitoredSession", "MonitoredTrainingSession", "NanLossDuringTrainingError",
            "NanTensorHook", "Scaffold", "SecondOrStepTimer", "SessionCreator",
            "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
            "SingularMonitoredSession", "StepCounterHook", "StopAtStepHook",
-           "WorkerSessionCreator"]
+           "WorkerSessionCreator",
+           "LooperThread", "SessionManager", "Supervisor"]
