@@ -47,7 +47,7 @@ def main(_):
             worker_device=f"/job:worker/task:{FLAGS.task_index}", cluster=cluster)):
         global_step = tf.train.get_or_create_global_step()
         model = build_mlp(tf.train.GradientDescentOptimizer(0.1), global_step=global_step)
-        loss_summary = tf.summary.scalar("loss", model.loss)
+        loss_summary = tf.summary.scalar("train_loss", model.loss)
     signal_done = done_queue(len(worker_hosts)).enqueue(FLAGS.task_index)
     is_chief = FLAGS.task_index == 0
     # The loss needs a batch fed, so the chief writes it itself (summary_computed)

@@ -92,6 +92,6 @@ def test_between_graph_supervisor_trains_checkpoints_and_every_process_exits(tmp
     from tensorboard.backend.event_processing import event_accumulator
     acc = event_accumulator.EventAccumulator(str(logdir), size_guidance={"scalars": 0})
     acc.Reload()
-    losses = [e.value for e in acc.Scalars("loss")]
+    losses = [e.value for e in acc.Scalars("train_loss")]
     assert losses and acc.Graph().node
     assert losses[-1] < losses[0]
