@@ -11,3 +11,5 @@ def _isolated_jupyter_dirs(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "jupyter-config"))
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "jupyter-runtime"))
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    # A notebook starts no TensorBoard server (%tensorboard) in a headless run.
+    monkeypatch.setenv("NBCLUSTER_HEADLESS", "1")

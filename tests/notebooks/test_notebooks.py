@@ -159,6 +159,11 @@ def check_parameter_server_training(nb) -> None:
     assert "every step of both workers counted: True" in out
     [bar] = _widget_text(nb, "training ")
     assert bar.startswith("training 300/300 steps loss="), bar
+    # the TensorBoard section: our event file, read by TensorBoard's EventAccumulator
+    assert "TensorBoard reads scalars ['eval_accuracy', 'eval_loss'] histograms " \
+           "['hidden_weights', 'softmax_weights'] and the graph: True" in out
+    assert re.search(rf"eval_loss [\d.]+ at global step {final}\b", out), out
+    assert "headless: %tensorboard --logdir " in out
 
 
 def check_coordinator_fault_tolerance(nb) -> None:
