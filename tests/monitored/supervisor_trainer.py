@@ -2,11 +2,13 @@
 one process per task, replica_device_setter, Supervisor + managed_session.
 
 Run as `python supervisor_trainer.py --ps_hosts=H:P --worker_hosts=H:P,H:P --job_name=worker
---task_index=I --logdir=DIR`. The ps serves until every worker has put a token in a
-shared "done" queue on it, then exits; each worker prints one JSON line.
+--task_index=I --logdir=DIR`. The ps serves until its stdin closes (its launcher's
+word that the workers are done: a ps cannot tell when a worker's last reply reached it),
+then exits; each worker prints one JSON line.
 """
 import json
 import logging
+import sys
 
 import numpy as np
 
@@ -25,22 +27,13 @@ flags.DEFINE_float("recovery_wait_secs", 0.2, "A worker's wait between readiness
 FLAGS = flags.FLAGS
 
 
-def done_queue(num_workers: int):
-    with tf.device("/job:ps/task:0"):
-        return tf.FIFOQueue(num_workers, tf.int32, shared_name="done_queue")
-
-
 def main(_):
     logging.basicConfig(level=logging.INFO)  # the waiting worker says so
     ps_hosts, worker_hosts = FLAGS.ps_hosts.split(","), FLAGS.worker_hosts.split(",")
     cluster = tf.train.ClusterSpec({"ps": ps_hosts, "worker": worker_hosts})
     server = tf.train.Server(cluster, job_name=FLAGS.job_name, task_index=FLAGS.task_index)
     if FLAGS.job_name == "ps":
-        queue = done_queue(len(worker_hosts))
-        dequeue = queue.dequeue()
-        with tf.Session(server.target) as sess:
-            for _ in worker_hosts:
-                sess.run(dequeue)
+        sys.stdin.read()  # instead of server.join(): ends when the launcher closes stdin
         server.stop()
         return 0
     with tf.device(tf.train.replica_device_setter(
@@ -48,7 +41,6 @@ def main(_):
         global_step = tf.train.get_or_create_global_step()
         model = build_mlp(tf.train.GradientDescentOptimizer(0.1), global_step=global_step)
         loss_summary = tf.summary.scalar("train_loss", model.loss)
-    signal_done = done_queue(len(worker_hosts)).enqueue(FLAGS.task_index)
     is_chief = FLAGS.task_index == 0
     # The loss needs a batch fed, so the chief writes it itself (summary_computed)
     # instead of by the summary thread, as TF's how-to does.
@@ -71,9 +63,6 @@ def main(_):
         final_loss = float(sess.run(model.loss, eval_feed))
         if is_chief:
             sv.saver.save(sess, sv.save_path, global_step=global_step)
-    # Only once this worker's supervisor has stopped its threads may the ps go.
-    with tf.Session(server.target) as sess:
-        sess.run(signal_done)
     print(json.dumps({"task": FLAGS.task_index, "first_loss": first_loss,
                       "final_loss": final_loss, "local_steps": local_steps,
                       "final_step": int(step)}), flush=True)

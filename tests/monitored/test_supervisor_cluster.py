@@ -26,7 +26,8 @@ class Task:
 
     def __init__(self, args: list) -> None:
         self.proc = subprocess.Popen([sys.executable, str(TRAINER), *args], env=child_env(),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
         self.err_lines: list = []
         self._seen = threading.Condition()
         self._reader = threading.Thread(target=self._read_err, daemon=True)
@@ -68,7 +69,9 @@ def test_between_graph_supervisor_trains_checkpoints_and_every_process_exits(tmp
         assert not logdir.exists()
         chief = Task(common + ["--job_name=worker", "--task_index=0"])
         tasks.append(chief)
-        results = [t.finish(PROCESS_TIMEOUT_S) for t in (chief, worker, tasks[0])]
+        results = [t.finish(PROCESS_TIMEOUT_S) for t in (chief, worker)]
+        tasks[0].proc.stdin.close()  # the workers are done: the ps may go
+        results.append(tasks[0].finish(30))
     finally:
         kill_pids([t.proc.pid for t in tasks if t.proc.poll() is None])
     for rc, out, err in results:
