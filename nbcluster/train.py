@@ -7,7 +7,8 @@ from nbcluster.monitored import (CheckpointSaverHook, ChiefSessionCreator, Loggi
                                  SessionRunContext, SessionRunHook, SessionRunValues,
                                  SingularMonitoredSession, StepCounterHook, StopAtStepHook,
                                  WorkerSessionCreator)
-from nbcluster.monitored import LooperThread, SessionManager, Supervisor
+from nbcluster.monitored import LooperThread, SessionManager, SummarySaverHook, Supervisor
+from nbcluster.summary.reader import summary_iterator
 from nbcluster.proto.config_pb2 import ClusterDef, JobDef, ServerDef
 from nbcluster.server import Server
 from nbcluster.training.adagrad import AdagradOptimizer
@@ -50,4 +51,5 @@ __all__ = ["AdagradOptimizer", "AdamOptimizer", "ClusterDef", "ClusterSpec",
            "batch", "input_producer", "limit_epochs", "range_input_producer", "shuffle_batch",
            "slice_input_producer", "string_input_producer",
            # TF1's Supervisor (nbcluster/monitored/supervisor.py)
-           "LooperThread", "SessionManager", "Supervisor"]
+           "LooperThread", "SessionManager", "Supervisor", "SummarySaverHook",
+           "summary_iterator"]

@@ -56,7 +56,9 @@ def test_defaults_and_main_return_value_is_the_exit_status(tmp_path):
 
 
 def test_reading_a_flag_before_run_parses_argv(tmp_path):
-    done = run_program(tmp_path, "--implicit", "--task_index=7", "--nosync")
+    # a Jupyter kernel's own arguments (-f kernel.json) are left alone
+    done = run_program(tmp_path, "-f", "/run/kernel-1.json", "--implicit", "--task_index=7",
+                       "--nosync")
     assert done.returncode == 0, done.stderr
     assert eval(done.stdout) == (7, False)
 

@@ -7,6 +7,7 @@ from nbcluster.monitored.session_creators import (ChiefSessionCreator, SessionCr
                                                   WorkerSessionCreator)
 from nbcluster.training.session_run_hook import (SessionRunArgs, SessionRunContext,
                                                   SessionRunHook, SessionRunValues)
+from nbcluster.monitored.summary_hook import SummarySaverHook
 from nbcluster.monitored.stop_hooks import (NanLossDuringTrainingError, NanTensorHook,
                                             StopAtStepHook)
 from nbcluster.monitored.timer import SecondOrStepTimer
@@ -22,4 +23,4 @@ __all__ = ["CheckpointSaverHook", "ChiefSessionCreator", "LoggingTensorHook",
            "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
            "SingularMonitoredSession", "StepCounterHook", "StopAtStepHook",
            "WorkerSessionCreator",
-           "LooperThread", "SessionManager", "Supervisor"]
+           "LooperThread", "SessionManager", "Supervisor", "SummarySaverHook"]

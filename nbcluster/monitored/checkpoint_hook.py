@@ -17,7 +17,8 @@ class CheckpointSaverHook(SessionRunHook):
     """Saves `<checkpoint_dir>/<checkpoint_basename>-<global step>` checkpoints.
 
     A checkpoint is written right after each session is created (the state
-    the run starts from, restored or initialized), whenever `save_steps`
+    the run starts from, restored or initialized; the graph is written then
+    too, as graph.pbtxt and to the directory's event file), whenever `save_steps`
     global steps or `save_secs` seconds have passed, and at the end unless
     the last step was just saved.
 
@@ -64,6 +65,15 @@ class CheckpointSaverHook(SessionRunHook):
         return self._saver if self._saver is not None else self._scaffold.saver
 
     def after_create_session(self, session, coord) -> None:
+        # As TF's hook: the graph goes to the directory once the graph is final
+        # (graph.pbtxt, and the event file TensorBoard's graph tab reads).
+        from google.protobuf import text_format
+
+        from nbcluster.summary import FileWriterCache
+        graph_def = session.graph.as_graph_def(add_shapes=True)
+        with open(os.path.join(self._dir, "graph.pbtxt"), "w") as f:
+            f.write(text_format.MessageToString(graph_def))
+        FileWriterCache.get(self._dir).add_graph(None, graph_def=graph_def)
         step = int(session.run(self._global_step))
         self._save(session, step)
 

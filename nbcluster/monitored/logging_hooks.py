@@ -102,8 +102,9 @@ class StepCounterHook(SessionRunHook):
     Args:
       every_n_steps: log every this many global steps (default 100).
       every_n_secs: log every this many seconds instead.
-      output_dir, summary_writer: accepted for TF's signature; nbcluster has
-        no summaries yet, so the rate only goes to `logging`.
+      output_dir: also write the rate as a "<global step>/sec" summary to the
+        FileWriterCache writer of this directory (as TF does).
+      summary_writer: a FileWriter to write it to instead.
     Raises:
       ValueError: both intervals given, or a non-positive one.
     Example:
@@ -116,10 +117,15 @@ class StepCounterHook(SessionRunHook):
             raise ValueError(f"exactly one of every_n_steps and every_n_secs should be "
                              f"provided, got {every_n_steps!r} and {every_n_secs!r}")
         self._timer = SecondOrStepTimer(every_n_secs, every_n_steps)
+        self._output_dir, self._summary_writer = output_dir, summary_writer
         self.last_rate: Optional[float] = None
 
     def begin(self) -> None:
+        if self._summary_writer is None and self._output_dir:
+            from nbcluster.summary import FileWriterCache
+            self._summary_writer = FileWriterCache.get(self._output_dir)
         self._global_step = global_step_or_raise("StepCounterHook")
+        self._tag = f"{self._global_step.op.name}/sec"
         self._timer.reset()
 
     def before_run(self, run_context) -> SessionRunArgs:
@@ -131,4 +137,8 @@ class StepCounterHook(SessionRunHook):
             elapsed, steps = self._timer.update_last_triggered_step(step)
             if elapsed:
                 self.last_rate = steps / elapsed
-                logger.info("global_step/sec: %g", self.last_rate)
+                logger.info("%s: %g", self._tag, self.last_rate)
+                if self._summary_writer is not None:
+                    from nbcluster.proto.summary_pb2 import Summary
+                    self._summary_writer.add_summary(Summary(value=[Summary.Value(
+                        tag=self._tag, simple_value=self.last_rate)]), step)

@@ -16,9 +16,12 @@ from nbcluster.framework import dtypes
 from nbcluster.framework.constant import constant
 from nbcluster.framework.graph import get_default_graph
 from nbcluster.ops.array import stack
+from nbcluster.ops.summary import merge_all
 from nbcluster.ops.state import (GLOBAL_VARIABLES, LOCAL_VARIABLES, is_variable_initialized,
                                  variables_initializer)
 from nbcluster.training.saver import Saver
+
+SUMMARY_OP = "summary_op"  # TF's GraphKeys.SUMMARY_OP
 
 
 class ReadinessReport:
@@ -55,6 +58,16 @@ def reported_names(value, names: Optional[list] = None) -> list:
     return [v.decode() if isinstance(v, bytes) else str(v) for v in value]
 
 
+def _default_summary_op(graph):
+    found = graph.get_collection(SUMMARY_OP)
+    if found:
+        return found[0]
+    op = merge_all()
+    if op is not None:
+        graph.add_to_collection(SUMMARY_OP, op)
+    return op
+
+
 class Scaffold:
     """The ops a MonitoredSession needs to create, initialize or restore, and check a model.
 
@@ -70,7 +83,9 @@ class Scaffold:
         (default: the global variables).
       local_init_op: run by every task once the global variables are ready
         (default: the local variables' initializers, or nothing without any).
-      summary_op: accepted for TF's signature; nbcluster has no summaries yet.
+      summary_op: what SummarySaverHook runs (default: the "summary_op"
+        collection's first entry, else tf.summary.merge_all(), None without
+        any summaries).
       saver: the Saver used to restore and save checkpoints (default: a sharded
         Saver of every global variable).
       copy_from_scaffold: take every argument not given from this Scaffold.
@@ -148,6 +163,8 @@ class Scaffold:
                 self._local_init_op = variables_initializer(local_vars, name="init_local")
             if self._saver is None:
                 self._saver = Saver(sharded=True, allow_empty=True)
+            if self._summary_op is None:
+                self._summary_op = _default_summary_op(graph)
         graph.finalize()
         self._graph = graph
         return self

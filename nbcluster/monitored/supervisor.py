@@ -16,6 +16,7 @@ from typing import Optional
 
 from nbcluster.framework.graph import get_default_graph
 from nbcluster.framework.graph_keys import GraphKeys
+from nbcluster.monitored.scaffold import SUMMARY_OP
 from nbcluster.monitored.session_creators import close_quietly
 from nbcluster.monitored.session_manager import SessionManager
 from nbcluster.monitored.supervisor_threads import (LooperThread, SVStepCounterThread,
@@ -30,7 +31,6 @@ from nbcluster.training.saver import Saver
 
 logger = logging.getLogger(__name__)
 
-SUMMARY_OP = "summary_op"  # TF's GraphKeys.SUMMARY_OP
 
 
 class _UseDefault:

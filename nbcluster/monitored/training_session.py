@@ -8,6 +8,7 @@ from nbcluster.monitored.logging_hooks import StepCounterHook
 from nbcluster.monitored.monitored_session import MonitoredSession
 from nbcluster.monitored.scaffold import Scaffold
 from nbcluster.monitored.session_creators import ChiefSessionCreator, WorkerSessionCreator
+from nbcluster.monitored.summary_hook import SummarySaverHook
 from nbcluster.training.session_run_hook import check_hooks
 from nbcluster.training.training_util import get_global_step
 
@@ -25,6 +26,13 @@ def _checkpoint_intervals(secs, steps) -> tuple:
     if secs is USE_DEFAULT and steps is USE_DEFAULT:
         return 600, None
     return (None if secs is USE_DEFAULT else secs), (None if steps is USE_DEFAULT else steps)
+
+
+def _summary_intervals(steps, secs) -> tuple:
+    """TF's rule: neither given -> every 100 steps; one given -> only that one."""
+    if steps is USE_DEFAULT and secs is USE_DEFAULT:
+        return 100, None
+    return (None if steps is USE_DEFAULT else steps), (None if secs is USE_DEFAULT else secs)
 
 
 def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N802 - TF's name
@@ -46,8 +54,10 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
     ready. A run that fails with AbortedError or UnavailableError (a task
     restarted) makes a new session this same way and is tried again.
 
-    nbcluster has no summaries yet: save_summaries_steps, save_summaries_secs
-    and summary_dir are accepted and ignored.
+    The chief also writes summaries to `summary_dir` (default checkpoint_dir):
+    the scaffold's summary_op (default tf.summary.merge_all()) every
+    `save_summaries_steps` steps (100 when neither interval is given) through
+    a SummarySaverHook, and global_step/sec with the step counter.
 
     Args:
       master: the target, "" (in process) or "grpc://host:port" (server.target).
@@ -59,6 +69,9 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
       save_checkpoint_secs: seconds between checkpoints (600 when neither this
         nor save_checkpoint_steps is given; None disables).
       save_checkpoint_steps: global steps between checkpoints instead.
+      save_summaries_steps, save_summaries_secs: the summary interval (None
+        or 0 disables).
+      summary_dir: where the event file goes (default: checkpoint_dir).
       config: a ConfigProto for the sessions.
       stop_grace_period_secs: accepted for TF's signature (no queue runners).
       log_step_count_steps: steps between global_step/sec logs (None or 0: off).
@@ -86,8 +99,16 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
         raise ValueError(f"give save_checkpoint_secs or save_checkpoint_steps, not both: got "
                          f"{secs!r} and {steps!r}")
     all_hooks = chief_only_hooks + hooks
+    summary_dir = summary_dir or checkpoint_dir
     if log_step_count_steps and get_global_step() is not None:
-        all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps))
+        all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps,
+                                         output_dir=summary_dir))
+    summary_steps, summary_secs = _summary_intervals(save_summaries_steps, save_summaries_secs)
+    if summary_dir and get_global_step() is not None and (
+            (summary_steps and summary_steps > 0) or (summary_secs and summary_secs > 0)):
+        all_hooks.append(SummarySaverHook(save_steps=summary_steps or None,
+                                          save_secs=summary_secs or None,
+                                          output_dir=summary_dir, scaffold=scaffold))
     if checkpoint_dir and (secs or steps):
         all_hooks.append(CheckpointSaverHook(checkpoint_dir, save_secs=secs or None,
                                              save_steps=steps or None, scaffold=scaffold))
