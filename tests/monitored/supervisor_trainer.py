@@ -61,8 +61,6 @@ def main(_):
                 sv.summary_computed(sess, summary, global_step=step)
             local_steps += 1
         final_loss = float(sess.run(model.loss, eval_feed))
-        if is_chief:
-            sv.saver.save(sess, sv.save_path, global_step=global_step)
     print(json.dumps({"task": FLAGS.task_index, "first_loss": first_loss,
                       "final_loss": final_loss, "local_steps": local_steps,
                       "final_step": int(step)}), flush=True)

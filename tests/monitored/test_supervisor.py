@@ -54,7 +54,8 @@ def test_a_global_step_named_global_step_is_found_outside_the_collection():
 
 
 def test_the_chief_initializes_then_a_new_supervisor_restores(quadratic, tmp_path):
-    sv = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=600)
+    # no checkpoint thread: its save could meet this explicit one on the same prefix
+    sv = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=None)
     with sv.managed_session() as sess:
         assert float(sess.run(quadratic.w)) == 5.0
         for _ in range(3):
@@ -155,7 +156,7 @@ def test_restoring_a_missing_checkpoint_names_it_and_leaves_no_thread(quadratic,
 
 
 def test_restoring_a_corrupt_checkpoint_is_data_loss_naming_it(quadratic, tmp_path):
-    sv = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=600)
+    sv = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=None)
     with sv.managed_session() as sess:
         sv.saver.save(sess, sv.save_path, global_step=quadratic.step)
     (tmp_path / "model.ckpt-0.index").write_text("not an index")
@@ -225,3 +226,19 @@ def test_looper_thread_calls_its_target_until_the_stop():
     coord.request_stop()
     coord.join([looper], stop_grace_period_secs=10)
     assert not looper.is_alive()
+
+
+def test_queue_runners_start_with_the_session_and_end_with_it(tmp_path):
+    queue = tf.FIFOQueue(2, tf.float32)
+    counter = tf.Variable(0.0, name="counter")
+    tf.train.add_queue_runner(tf.train.QueueRunner(queue, [queue.enqueue(
+        counter.assign_add(1.0))]))
+    taken = queue.dequeue()
+    sv = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=None,
+                             save_summaries_secs=None)
+    with sv.managed_session() as sess:
+        got = [float(sess.run(taken)) for _ in range(3)]
+        runners = [t for t in threading.enumerate() if "runner" in t.name and t.is_alive()]
+        assert runners  # and now blocked in an enqueue on the full queue
+    assert got == [1.0, 2.0, 3.0]
+    assert not any(t.is_alive() for t in runners)
