@@ -15,7 +15,7 @@ from typing import Optional
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.constant import convert_to_tensor
-from nbcluster.framework.graph import graph_of
+from nbcluster.framework.graph import get_default_graph, graph_of
 from nbcluster.framework.graph_keys import GraphKeys
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor
@@ -252,7 +252,6 @@ def merge(inputs, collections=None, name: Optional[str] = None) -> Tensor:
 def merge_all(key: str = GraphKeys.SUMMARIES, scope: Optional[str] = None,
               name: Optional[str] = None) -> Optional[Tensor]:
     """Merges every summary in collection `key` (under `scope`); None when there is none."""
-    from nbcluster.framework.graph import get_default_graph
     found = [t for t in get_default_graph().get_collection(key)
              if not scope or t.name.startswith(scope)]
     if not found:

@@ -19,6 +19,8 @@ logger = logging.getLogger(__name__)
 
 def _proto_bytes(value, what: str) -> bytes:
     """Serialized bytes of a proto (ours, TF's or tensorboard's) or of bytes as given."""
+    if getattr(value, "shape", None) == ():  # a fetched string scalar as a numpy array
+        value = value.item()
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
     if hasattr(value, "SerializeToString"):

@@ -19,8 +19,9 @@ def accumulator(logdir):
 
 
 def writer_threads() -> list:
-    return [t for t in threading.enumerate() if t.is_alive() and "Thread" in type(t).__name__
-            and t.daemon and t is not threading.current_thread()]
+    """The live writing threads of tensorboard's EventFileWriters."""
+    return [t for t in threading.enumerate()
+            if t.is_alive() and type(t).__name__ == "_AsyncWriterThread"]
 
 
 @pytest.fixture(autouse=True)
@@ -101,8 +102,8 @@ def test_close_ends_the_writer_thread_and_reopen_writes_a_new_file(tmp_path):
     writer.add_summary(tf.summary.Summary(value=[tf.summary.Summary.Value(
         tag="dropped", simple_value=1.0)]))  # a no-op once closed, as in TF
     writer.reopen()
-    writer.add_summary(tf.summary.Summary(value=[tf.summary.Summary.Value(
-        tag="kept", simple_value=2.0)]), 3)
+    kept = tf.summary.Summary(value=[tf.summary.Summary.Value(tag="kept", simple_value=2.0)])
+    writer.add_summary(np.array(kept.SerializeToString(), dtype=object), 3)  # as fetched
     writer.close()
     assert len(os.listdir(tmp_path)) == 2
     assert accumulator(tmp_path).Tags()["scalars"] == ["kept"]
