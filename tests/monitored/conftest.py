@@ -16,6 +16,13 @@ def fresh_graph():
         yield graph
 
 
+@pytest.fixture(autouse=True)
+def fresh_writer_cache():
+    """The summary writers the hooks opened (one per directory) are closed after each test."""
+    yield
+    tf.summary.FileWriterCache.clear()
+
+
 @pytest.fixture
 def quadratic():
     """w starts at 5 and gradient descent on w**2 (lr 0.1) scales it by 0.8 a step;

@@ -13,12 +13,6 @@ import nbcluster as tf
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture(autouse=True)
-def fresh_writer_cache():
-    yield
-    tf.summary.FileWriterCache.clear()  # closes the writers (and their threads)
-
-
 def events(logdir) -> list:
     return [e for path in sorted(glob.glob(os.path.join(str(logdir), "events.out.tfevents.*")))
             for e in tf.train.summary_iterator(path)]
