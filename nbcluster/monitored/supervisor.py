@@ -104,6 +104,7 @@ class Supervisor:
         self._save_path = os.path.join(logdir, checkpoint_basename) if logdir else None
         self._coord = Coordinator()
         self._started_threads: list = []
+        self._sessions: list = []  # those prepare_or_wait_for_session made, until stop()
         self._graph_written = False
         if summary_writer is Supervisor.USE_DEFAULT:
             summary_writer = None
@@ -227,6 +228,7 @@ class Supervisor:
         else:
             sess = self._session_manager.wait_for_session(master, config=config,
                                                           max_wait_secs=max_wait_secs)
+        self._sessions.append(sess)
         if start_standard_services:
             logger.info("Starting queue runners.")
             self.start_queue_runners(sess)
@@ -254,7 +256,7 @@ class Supervisor:
             self.request_stop(e)
         finally:
             try:
-                self._stop(close_summary_writer, session=sess)
+                self._stop(close_summary_writer)
             finally:
                 if sess is not None:
                     close_quietly(sess)
@@ -345,6 +347,11 @@ class Supervisor:
              ignore_live_threads: bool = False) -> None:
         """Stops and joins the threads (`threads` too), then closes the summary writer.
 
+        The session stays open, as in TF, unless a queue runner is still in a
+        step once the services have ended: then the sessions this Supervisor
+        made are closed, which cancels that step (a blocked take or enqueue
+        would otherwise hold the join for stop_grace_secs).
+
         Raises:
           the exception given to request_stop (by the loop or a thread), if any;
           RuntimeError: threads still alive after stop_grace_secs (unless ignore_live_threads).
@@ -352,19 +359,24 @@ class Supervisor:
         self._stop(close_summary_writer, threads=threads,
                    ignore_live_threads=ignore_live_threads)
 
-    def _stop(self, close_summary_writer: bool, threads=None, session=None,
+    def _stop(self, close_summary_writer: bool, threads=None,
               ignore_live_threads: bool = False) -> None:
         self._coord.request_stop()
         started, self._started_threads = self._started_threads, []
+        sessions, self._sessions = self._sessions, []
         try:
-            if session is not None:
-                # The services end at once on the stop; a queue runner may sit
-                # in an enqueue on a full queue, which only closing the session
-                # cancels (TF's runners cancel it themselves).
-                for thread in started:
-                    if isinstance(thread, LooperThread) and thread.ident is not None:
-                        thread.join(self._stop_grace_secs)
-                close_quietly(session)
+            # The services end at once on the stop (after the step they may be in).
+            for thread in started:
+                if isinstance(thread, LooperThread) and thread.ident is not None:
+                    thread.join(self._stop_grace_secs)
+            if any(t.is_alive() for t in started if not isinstance(t, LooperThread)):
+                # A queue runner blocked in a step (an enqueue on a full queue,
+                # the sync-replicas take) ends only with that step, and closing
+                # its session cancels it. TF's runners close their queue, which
+                # frees a blocked enqueue but leaves a blocked take to wait out
+                # stop_grace_secs and fail the join.
+                for sess in sessions:
+                    close_quietly(sess)
             self._coord.join(list(threads or []) + started,
                              stop_grace_period_secs=self._stop_grace_secs,
                              ignore_live_threads=ignore_live_threads)

@@ -242,3 +242,23 @@ def test_queue_runners_start_with_the_session_and_end_with_it(tmp_path):
         assert runners  # and now blocked in an enqueue on the full queue
     assert got == [1.0, 2.0, 3.0]
     assert not any(t.is_alive() for t in runners)
+
+
+def test_stop_ends_a_queue_runner_blocked_in_its_step(tmp_path):
+    # Without managed_session, as TF's mnist_replica calls sv.stop(): there the
+    # sync-replicas chief runner is blocked in a take; here, in a dequeue from a
+    # queue nothing fills, entered once its step has counted itself.
+    empty = tf.FIFOQueue(1, tf.float32)
+    entered = tf.Variable(0.0, name="entered")
+    with tf.control_dependencies([entered.assign_add(1.0)]):
+        stuck = empty.dequeue()
+    tf.train.add_queue_runner(tf.train.QueueRunner(empty, [stuck]))
+    sv = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=None,
+                             save_summaries_secs=None)  # stop_grace_secs: TF's 120
+    sess = sv.prepare_or_wait_for_session()
+    while float(sess.run(entered)) < 1.0:  # the runner is inside its step
+        pass
+    runners = [t for t in threading.enumerate() if "runner" in t.name and t.is_alive()]
+    assert runners
+    sv.stop()
+    assert not any(t.is_alive() for t in runners)
