@@ -10,7 +10,6 @@ import json
 import logging
 import sys
 
-import numpy as np
 
 import nbcluster as tf
 from nbcluster.examples.mlp import build_mlp
