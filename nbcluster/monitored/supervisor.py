@@ -105,6 +105,7 @@ class Supervisor:
         self._coord = Coordinator()
         self._started_threads: list = []
         self._sessions: list = []  # those prepare_or_wait_for_session made, until stop()
+        self._cancelling_threads: list = []  # each queue runner's cancel-on-stop thread
         self._graph_written = False
         if summary_writer is Supervisor.USE_DEFAULT:
             summary_writer = None
@@ -303,8 +304,10 @@ class Supervisor:
             queue_runners = self._graph.get_collection(QUEUE_RUNNERS)
         threads = []
         for qr in queue_runners:
-            threads.extend(qr.create_threads(sess, coord=self._coord, daemon=True,
-                                             start=True))
+            made = qr.create_threads(sess, coord=self._coord, daemon=True, start=True)
+            if getattr(qr, "cancel_op", None) is not None:
+                self._cancelling_threads.append(made[-1])  # QueueRunner's contract
+            threads.extend(made)
         self._started_threads.extend(threads)
         return threads
 
@@ -348,9 +351,9 @@ class Supervisor:
         """Stops and joins the threads (`threads` too), then closes the summary writer.
 
         The session stays open, as in TF, unless a queue runner is still in a
-        step once the services have ended: then the sessions this Supervisor
-        made are closed, which cancels that step (a blocked take or enqueue
-        would otherwise hold the join for stop_grace_secs).
+        step once its queue was cancelled (or just leaving it): then the
+        sessions this Supervisor made are closed, which ends that step (a
+        blocked take would otherwise hold the join for stop_grace_secs).
 
         Raises:
           the exception given to request_stop (by the loop or a thread), if any;
@@ -364,17 +367,20 @@ class Supervisor:
         self._coord.request_stop()
         started, self._started_threads = self._started_threads, []
         sessions, self._sessions = self._sessions, []
+        cancelling, self._cancelling_threads = self._cancelling_threads, []
         try:
-            # The services end at once on the stop (after the step they may be in).
+            # The services end at once on the stop (after the step they may be
+            # in); each queue runner then cancels its queue's pending enqueues.
             for thread in started:
-                if isinstance(thread, LooperThread) and thread.ident is not None:
+                if (isinstance(thread, LooperThread) or thread in cancelling) and \
+                        thread.ident is not None:
                     thread.join(self._stop_grace_secs)
-            if any(t.is_alive() for t in started if not isinstance(t, LooperThread)):
-                # A queue runner blocked in a step (an enqueue on a full queue,
-                # the sync-replicas take) ends only with that step, and closing
-                # its session cancels it. TF's runners close their queue, which
-                # frees a blocked enqueue but leaves a blocked take to wait out
-                # stop_grace_secs and fail the join.
+            if any(t.is_alive() for t in started if t not in cancelling
+                   and not isinstance(t, LooperThread)):
+                # A runner still in its step is blocked on something its queue's
+                # cancel does not free (the sync-replicas chief's take): only
+                # closing the session ends that step. In TF it waits out
+                # stop_grace_secs and fails the join.
                 for sess in sessions:
                     close_quietly(sess)
             self._coord.join(list(threads or []) + started,

@@ -246,13 +246,14 @@ def test_queue_runners_start_with_the_session_and_end_with_it(tmp_path):
 
 def test_stop_ends_a_queue_runner_blocked_in_its_step(tmp_path):
     # Without managed_session, as TF's mnist_replica calls sv.stop(): there the
-    # sync-replicas chief runner is blocked in a take; here, in a dequeue from a
-    # queue nothing fills, entered once its step has counted itself.
-    empty = tf.FIFOQueue(1, tf.float32)
+    # sync-replicas chief runner (on a dummy queue) is blocked in a take, which
+    # cancelling its queue does not free; here, in a dequeue from another queue
+    # nothing fills, entered once its step has counted itself.
+    empty, dummy = tf.FIFOQueue(1, tf.float32), tf.FIFOQueue(1, tf.int32)
     entered = tf.Variable(0.0, name="entered")
     with tf.control_dependencies([entered.assign_add(1.0)]):
         stuck = empty.dequeue()
-    tf.train.add_queue_runner(tf.train.QueueRunner(empty, [stuck]))
+    tf.train.add_queue_runner(tf.train.QueueRunner(dummy, [stuck]))
     sv = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=None,
                              save_summaries_secs=None)  # stop_grace_secs: TF's 120
     sess = sv.prepare_or_wait_for_session()
