@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import random
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
 
 from nbcluster import errors
@@ -23,8 +22,9 @@ from nbcluster.distributed.step_planning import Part, StepPlan, forget_tasks, pl
 from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.framework.node import Node
 from nbcluster.proto import config_pb2
+from nbcluster.runtime.thread_pool import DaemonPool
 
-_POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nbcluster-master")
+_POOL = DaemonPool(max_workers=32, thread_name_prefix="nbcluster-master")
 
 
 class MasterSession:
