@@ -15,7 +15,8 @@ from typing import Callable, Optional
 
 from nbcluster import errors
 from nbcluster.distributed.fanout import run_partitions
-from nbcluster.distributed.session_cluster import (DEFAULT_STATUS_TIMEOUT, DeviceDirectory,
+from nbcluster.distributed.session_cluster import (DEFAULT_FIRST_CONTACT_WAIT,
+                                                   DEFAULT_STATUS_TIMEOUT, DeviceDirectory,
                                                    PropagatedWorkerCache, SessionCluster,
                                                    match_target, task_name)
 from nbcluster.distributed.step_planning import Part, StepPlan, forget_tasks, plan_step
@@ -68,6 +69,7 @@ class Master:
         self._handles = itertools.count(1)
         self._remote: dict = {}  # address -> client, for propagated clusters
         self._remote_lock = threading.Lock()
+        self._contacted: set = set()  # DeviceDirectory keys of workers this master reached
 
     # -- sessions ----------------------------------------------------------
     def create_session(self, nodes: list, config=None, target: Optional[str] = None) -> tuple:
@@ -104,11 +106,16 @@ class Master:
         ms = config.operation_timeout_in_ms
         return ms / 1000.0 if ms > 0 else DEFAULT_STATUS_TIMEOUT
 
+    def _directory(self, config) -> DeviceDirectory:
+        ms = config.operation_timeout_in_ms
+        return DeviceDirectory(self._contacted,
+                               ms / 1000.0 if ms > 0 else DEFAULT_FIRST_CONTACT_WAIT)
+
     def _server_cluster(self, config) -> SessionCluster:
         # Each new session lists devices afresh (as TF does), so a task that
         # restarted since an older session is seen with its new incarnation.
         return SessionCluster(self.local_task, self.worker_cache, config.device_filters,
-                              DeviceDirectory(), self._status_timeout(config))
+                              self._directory(config), self._status_timeout(config))
 
     def _own_cluster(self, merged, config, target: Optional[str]) -> tuple:
         """TF's ClusterSpec propagation: a worker cache for the session's cluster."""
@@ -135,7 +142,7 @@ class Master:
         def describe(task: tuple) -> str:
             return f"{task_name(task)} at {cache.address(*task)}"
 
-        cluster = SessionCluster(local, cache, merged.device_filters, DeviceDirectory(),
+        cluster = SessionCluster(local, cache, merged.device_filters, self._directory(merged),
                                  self._status_timeout(merged), key_of, describe)
         server_def = config_pb2.ServerDef(cluster=spec.as_cluster_def(), job_name=local[0],
                                           task_index=local[1], protocol="grpc")
