@@ -47,6 +47,31 @@ class MasterSession:
         self.workers: set = set()
 
 
+class CallerWatch:
+    """Lets a transport end the step of a caller that went away mid-step (its
+    process exited, or it cancelled), as TF's master cancels a RunStep whose
+    RPC is cancelled: the step's partitions would otherwise run on, a dequeue
+    among them taking the next element anyone enqueues."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancel: Optional[Callable] = None
+        self._gone = False
+
+    def watch(self, cancel: Callable) -> bool:
+        """`cancel()` will run once the caller is gone; False: it is gone already."""
+        with self._lock:
+            if not self._gone:
+                self._cancel = cancel
+            return not self._gone
+
+    def caller_gone(self) -> None:
+        with self._lock:
+            self._gone, cancel, self._cancel = True, self._cancel, None
+        if cancel is not None:
+            _POOL.submit(cancel)  # RPCs: not on the transport's callback thread
+
+
 class Master:
     """The master of task `local_task` over the workers in `worker_cache`.
 
@@ -228,8 +253,10 @@ class Master:
 
     # -- steps ---------------------------------------------------------------
     def run_step(self, handle: str, feeds: dict, fetches: list, targets: list,
-                 options=None) -> tuple:
+                 options=None, caller: Optional[CallerWatch] = None) -> tuple:
         """Runs one step; returns ([fetched values], RunMetadata or None).
+
+        `caller`, given by a transport, ends the step if its caller goes away.
 
         Raises:
           AbortedError: a worker of the step restarted (its graphs are gone);
@@ -255,6 +282,9 @@ class Master:
         with session.lock:
             session.steps.add((step_id, clients))
         try:
+            if caller is not None and not caller.watch(
+                    lambda: [_quietly(c, "cleanup_graph", step_id) for c in clients]):
+                raise errors.CancelledError(None, None, "The step's caller went away")
             results = self._run_parts(plan, step_id, feeds, timeout, trace, graphs)
         except errors.AbortedError:
             forget_tasks(session, [p.task for p in plan.parts])

@@ -20,6 +20,7 @@ import threading
 from typing import Optional
 
 from nbcluster import errors
+from nbcluster.distributed.master import CallerWatch
 from nbcluster.rpc import data_plane_calls as calls, data_plane_wire as wire
 from nbcluster.rpc.data_plane_connections import enabled, socket_name
 from nbcluster.rpc.master_service import serve_run_step
@@ -37,6 +38,7 @@ class _Connection:
         self.gone = False
         self.step_id: Optional[int] = None  # the request being answered
         self.running_graph: Optional[int] = None  # the step of a RunGraph under way
+        self.running_step = None  # the CallerWatch of a RunStep under way
         self.thread: Optional[threading.Thread] = None
 
 
@@ -173,6 +175,9 @@ class DataPlaneServer:
         running = conn.running_graph
         if running is not None:  # as gRPC's RunGraph handler: the caller is gone
             self._worker.cleanup_graph(running)
+        caller = conn.running_step
+        if caller is not None:
+            caller.caller_gone()
         step_id = conn.step_id
         if step_id is not None:
             self._worker.wake_step(step_id)  # its wait checks `gone`
@@ -228,7 +233,14 @@ class DataPlaneServer:
             if kind == calls.RUN_STEP:
                 if self._master is None:
                     raise errors.UnimplementedError(None, None, "RunStep: no master here")
-                return calls.encode_reply(*serve_run_step(self._master, request, feeds))
+                conn.running_step = caller = CallerWatch()
+                if conn.gone:  # it hung up before the watch was set
+                    caller.caller_gone()
+                try:
+                    result = serve_run_step(self._master, request, feeds, caller)
+                finally:
+                    conn.running_step = None
+                return calls.encode_reply(*result)
             conn.running_graph = request.step_id
             try:
                 result = serve_run_graph(self._worker, request, feeds, timeout)
