@@ -12,11 +12,14 @@ thread before a new one starts (up to `max_workers`); a thread idle for
 from __future__ import annotations
 
 import itertools
+import os
 import queue
 import threading
+import weakref
 from concurrent.futures import Executor, Future
 
 _IDLE_EXIT_S = 10.0
+_POOLS: "weakref.WeakSet[DaemonPool]" = weakref.WeakSet()
 
 
 class DaemonPool(Executor):
@@ -25,11 +28,15 @@ class DaemonPool(Executor):
     def __init__(self, max_workers: int, thread_name_prefix: str) -> None:
         self._max_workers = max_workers
         self._prefix = thread_name_prefix
+        self._names = itertools.count()
+        self._reset()
+        _POOLS.add(self)
+
+    def _reset(self) -> None:
         self._work: "queue.SimpleQueue" = queue.SimpleQueue()
         self._idle = threading.Semaphore(0)  # one token per thread waiting for work
         self._lock = threading.Lock()
         self._threads = 0
-        self._names = itertools.count()
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         future: Future = Future()
@@ -63,3 +70,14 @@ class DaemonPool(Executor):
                     future.set_exception(e)
             del future, fn, args, kwargs  # no reference to a result while idle
             self._idle.release()
+
+
+def _after_fork_in_child() -> None:
+    # A forked child has none of the parent's threads: counting them, or
+    # their idle tokens, would leave its tasks queued for ever.
+    for pool in list(_POOLS):
+        pool._reset()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

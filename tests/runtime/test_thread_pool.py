@@ -133,3 +133,19 @@ def test_idle_threads_end(monkeypatch):
     thread.join(10)
     assert not thread.is_alive()
     assert pool.submit(lambda: 7).result(10) == 7  # a new thread takes the next task
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork (POSIX)")
+def test_a_forked_child_gets_fresh_threads():
+    import os
+    pool = DaemonPool(max_workers=1, thread_name_prefix="test-pool-fork")
+    assert pool.submit(lambda: 1).result(10) == 1  # the parent's thread now waits idle
+    pid = os.fork()
+    if pid == 0:  # the child: that thread is not here
+        try:
+            code = 0 if pool.submit(lambda: 2).result(10) == 2 else 1
+        except BaseException:  # noqa: BLE001 - any failure is the child's exit status
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
