@@ -283,3 +283,62 @@ def test_stopped_server_target_is_unavailable():
         with pytest.raises(errors.UnavailableError):
             client.create_session([op.to_node() for op in g.get_operations()])
     assert time.monotonic() - start < 10
+
+
+# -- lifetime: a started server serves until stop() or process exit -----------
+
+def _start_cluster_keeping_only_targets(spec) -> list:
+    """Starts every task of `spec`, as a helper that returns only targets would."""
+    return [tf.train.Server(spec, job_name=job, task_index=i).target
+            for job in spec.jobs for i in spec.task_indices(job)]
+
+
+def test_a_started_server_nobody_references_keeps_serving():
+    """Regression: a garbage-collected server stopped serving (Connection refused)."""
+    import gc
+    import weakref
+
+    from nbcluster.launch import free_ports
+    ps0, ps1, worker = free_ports(3)
+    spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ps0}", f"127.0.0.1:{ps1}"],
+                                 "worker": [f"127.0.0.1:{worker}"]})
+    targets = _start_cluster_keeping_only_targets(spec)
+    from nbcluster.server import _STARTED
+    refs = [weakref.ref(s) for s in list(_STARTED.values())
+            if _port(s.target) in (ps0, ps1, worker)]
+    assert len(refs) == 3
+    try:
+        gc.collect()
+        assert all(ref() is not None for ref in refs)
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                w = tf.Variable(np.zeros(2, np.float32))
+            with tf.device("/job:ps/task:1"):
+                b = tf.Variable(0.0)
+            with tf.device("/job:worker/task:0"):
+                x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+                y = tf.constant([5.0, 11.0])
+                loss = tf.reduce_mean(tf.square(tf.reshape(tf.matmul(x, tf.reshape(w, [2, 1])),
+                                                           [2]) + b - y))
+                train = tf.train.GradientDescentOptimizer(0.05).minimize(loss)
+            with tf.Session(targets[2]) as sess:
+                sess.run(tf.global_variables_initializer())
+                first = sess.run(loss)
+                for _ in range(20):
+                    sess.run(train)
+                assert sess.run(loss) < first
+    finally:
+        for ref in refs:
+            if ref() is not None:
+                ref().stop()
+
+
+def test_a_stopped_server_is_not_kept_alive():
+    import gc
+    import weakref
+    server = tf.distribute.Server.create_local_server()
+    ref = weakref.ref(server)
+    server.stop()
+    del server
+    gc.collect()
+    assert ref() is None

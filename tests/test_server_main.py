@@ -294,3 +294,22 @@ def test_from_env_errors_are_one_line(args, env, says):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("nbcluster.server: error: "), done.stderr
     assert says in lines[0]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("attempt", range(4))
+def test_a_burst_of_signals_stops_the_task_with_status_0(procs, sig, attempt):
+    """Regression: a handler that called Event.set() deadlocked when a second
+    signal arrived inside it (schedulers such as Slurm signal more than once)."""
+    import time
+    proc = _start("--cluster", '{"ps": ["127.0.0.1:0"]}')
+    procs.append(proc)
+    assert parse_ready_line(proc.stdout.readline()) is not None
+    for _ in range(10):
+        proc.send_signal(sig)
+        time.sleep(0.001)
+    try:
+        assert proc.wait(10) == 0, proc.stderr.read()
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the task ignored a burst of {signal.Signals(sig).name}: still running "
+                    f"10 s later")

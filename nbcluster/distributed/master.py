@@ -11,20 +11,21 @@ from __future__ import annotations
 import itertools
 import random
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
 
 from nbcluster import errors
 from nbcluster.distributed.fanout import run_partitions
-from nbcluster.distributed.session_cluster import (DEFAULT_STATUS_TIMEOUT, DeviceDirectory,
+from nbcluster.distributed.session_cluster import (DEFAULT_FIRST_CONTACT_WAIT,
+                                                   DEFAULT_STATUS_TIMEOUT, DeviceDirectory,
                                                    PropagatedWorkerCache, SessionCluster,
                                                    match_target, task_name)
 from nbcluster.distributed.step_planning import Part, StepPlan, forget_tasks, plan_step
 from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.framework.node import Node
 from nbcluster.proto import config_pb2
+from nbcluster.runtime.thread_pool import DaemonPool
 
-_POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nbcluster-master")
+_POOL = DaemonPool(max_workers=32, thread_name_prefix="nbcluster-master")
 
 
 class MasterSession:
@@ -44,6 +45,31 @@ class MasterSession:
         self.steps: set = set()
         self.closed: Optional[errors.OpError] = None
         self.workers: set = set()
+
+
+class CallerWatch:
+    """Lets a transport end the step of a caller that went away mid-step (its
+    process exited, or it cancelled), as TF's master cancels a RunStep whose
+    RPC is cancelled: the step's partitions would otherwise run on, a dequeue
+    among them taking the next element anyone enqueues."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancel: Optional[Callable] = None
+        self._gone = False
+
+    def watch(self, cancel: Callable) -> bool:
+        """`cancel()` will run once the caller is gone; False: it is gone already."""
+        with self._lock:
+            if not self._gone:
+                self._cancel = cancel
+            return not self._gone
+
+    def caller_gone(self) -> None:
+        with self._lock:
+            self._gone, cancel, self._cancel = True, self._cancel, None
+        if cancel is not None:
+            _POOL.submit(cancel)  # RPCs: not on the transport's callback thread
 
 
 class Master:
@@ -68,6 +94,7 @@ class Master:
         self._handles = itertools.count(1)
         self._remote: dict = {}  # address -> client, for propagated clusters
         self._remote_lock = threading.Lock()
+        self._contacted: set = set()  # DeviceDirectory keys of workers this master reached
 
     # -- sessions ----------------------------------------------------------
     def create_session(self, nodes: list, config=None, target: Optional[str] = None) -> tuple:
@@ -104,11 +131,16 @@ class Master:
         ms = config.operation_timeout_in_ms
         return ms / 1000.0 if ms > 0 else DEFAULT_STATUS_TIMEOUT
 
+    def _directory(self, config) -> DeviceDirectory:
+        ms = config.operation_timeout_in_ms
+        return DeviceDirectory(self._contacted,
+                               ms / 1000.0 if ms > 0 else DEFAULT_FIRST_CONTACT_WAIT)
+
     def _server_cluster(self, config) -> SessionCluster:
         # Each new session lists devices afresh (as TF does), so a task that
         # restarted since an older session is seen with its new incarnation.
         return SessionCluster(self.local_task, self.worker_cache, config.device_filters,
-                              DeviceDirectory(), self._status_timeout(config))
+                              self._directory(config), self._status_timeout(config))
 
     def _own_cluster(self, merged, config, target: Optional[str]) -> tuple:
         """TF's ClusterSpec propagation: a worker cache for the session's cluster."""
@@ -135,7 +167,7 @@ class Master:
         def describe(task: tuple) -> str:
             return f"{task_name(task)} at {cache.address(*task)}"
 
-        cluster = SessionCluster(local, cache, merged.device_filters, DeviceDirectory(),
+        cluster = SessionCluster(local, cache, merged.device_filters, self._directory(merged),
                                  self._status_timeout(merged), key_of, describe)
         server_def = config_pb2.ServerDef(cluster=spec.as_cluster_def(), job_name=local[0],
                                           task_index=local[1], protocol="grpc")
@@ -221,8 +253,10 @@ class Master:
 
     # -- steps ---------------------------------------------------------------
     def run_step(self, handle: str, feeds: dict, fetches: list, targets: list,
-                 options=None) -> tuple:
+                 options=None, caller: Optional[CallerWatch] = None) -> tuple:
         """Runs one step; returns ([fetched values], RunMetadata or None).
+
+        `caller`, given by a transport, ends the step if its caller goes away.
 
         Raises:
           AbortedError: a worker of the step restarted (its graphs are gone);
@@ -248,6 +282,9 @@ class Master:
         with session.lock:
             session.steps.add((step_id, clients))
         try:
+            if caller is not None and not caller.watch(
+                    lambda: [_quietly(c, "cleanup_graph", step_id) for c in clients]):
+                raise errors.CancelledError(None, None, "The step's caller went away")
             results = self._run_parts(plan, step_id, feeds, timeout, trace, graphs)
         except errors.AbortedError:
             forget_tasks(session, [p.task for p in plan.parts])

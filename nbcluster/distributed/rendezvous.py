@@ -9,11 +9,11 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
 
 from nbcluster import errors
 from nbcluster.framework.device_spec import DeviceSpec
+from nbcluster.runtime.thread_pool import DaemonPool
 
 
 def make_key(src_device: str, incarnation: int, dst_device: str, tensor_name: str,
@@ -33,7 +33,7 @@ def parse_key(key: str) -> tuple:
                                           f"Invalid rendezvous key: {key!r}") from None
 
 
-_READERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nbcluster-stream")
+_READERS = DaemonPool(max_workers=32, thread_name_prefix="nbcluster-stream")
 
 
 @functools.lru_cache(maxsize=4096)  # a cluster has few device names; steps ask often

@@ -9,7 +9,9 @@ the `connect(address)` the master was given.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
+import time
 from typing import Callable, Iterable, Optional
 
 from nbcluster import errors
@@ -18,6 +20,14 @@ from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.proto import config_pb2
 
 DEFAULT_STATUS_TIMEOUT = 10.0  # seconds for GetStatus when the session sets none
+# Seconds a session waits for a task it never reached to come up, when its
+# operation_timeout_in_ms is unset (TF's master waits far longer, by default
+# for ever in CreateSession; a bounded wait turns a typo'd address into an
+# error within a minute).
+DEFAULT_FIRST_CONTACT_WAIT = 60.0
+_RETRY_S = 0.2  # between GetStatus attempts (gRPC's reconnect backoff is capped at 1 s)
+_FIRST_LOG_S, _WAIT_LOG_S = 1.0, 5.0  # when the wait is first logged, then how often
+log = logging.getLogger("nbcluster.distributed")
 
 
 def task_name(task: tuple) -> str:
@@ -105,25 +115,47 @@ class PropagatedWorkerCache:
 
 class DeviceDirectory:
     """Device lists from GetStatus, by worker (a task, or an address), for one
-    session; `forget` drops one after a restart."""
+    session; `forget` drops one after a restart.
 
-    def __init__(self) -> None:
+    A worker the master never reached may not be up yet (cluster managers
+    start tasks in any order): as TF's master does at CreateSession, the
+    first listing retries while it refuses connections, for up to
+    `first_contact_wait` seconds, logging (after `_FIRST_LOG_S`, then every
+    `_WAIT_LOG_S`) which task it waits for. A worker in `contacted` (reached once by this master, in any
+    session) that stops answering has died or restarted: it fails at once,
+    so fault-tolerant programs notice it without a wait.
+
+    Args:
+      contacted: the master's keys of workers it has reached; shared by its
+        sessions (set membership and add are atomic, no lock needed).
+      first_contact_wait: seconds to wait for a worker never reached.
+    """
+
+    def __init__(self, contacted: Optional[set] = None,
+                 first_contact_wait: float = DEFAULT_FIRST_CONTACT_WAIT) -> None:
         self._lock = threading.Lock()
         self._found: dict = {}
+        self._contacted = set() if contacted is None else contacted
+        self._first_contact_wait = first_contact_wait
 
     def get(self, key, client, timeout: float, describe: str) -> list:
         with self._lock:
             found = self._found.get(key)
         if found is not None:
             return found
+        wait = 0.0 if key in self._contacted else self._first_contact_wait
         try:
-            status = client.get_status(timeout)
+            status = _first_status(client, timeout, wait, describe)
         except errors.OpError as e:
             cls = errors.exception_type_from_error_code(e.error_code)
+            waited = f" (waited {wait:g}s for it to come up; the session's " \
+                     f"operation_timeout_in_ms sets that wait)" if wait else ""
             raise cls(None, None, f"{describe} did not report its devices within "
                                   f"{timeout:g}s: {e.message}"
                       if e.error_code == errors.DEADLINE_EXCEEDED else
-                      f"Cannot reach {describe} to list its devices: {e.message}") from None
+                      f"Cannot reach {describe} to list its devices{waited}: "
+                      f"{e.message}") from None
+        self._contacted.add(key)
         found = list(status.device_attributes)
         with self._lock:
             self._found[key] = found
@@ -132,6 +164,26 @@ class DeviceDirectory:
     def forget(self, key) -> None:
         with self._lock:
             self._found.pop(key, None)
+
+
+def _first_status(client, timeout: float, wait: float, describe: str):
+    """client.get_status(), asked again while the worker refuses connections
+    (UnavailableError), until `wait` seconds have passed."""
+    start = time.monotonic()
+    deadline, next_log = start + wait, start + _FIRST_LOG_S
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return client.get_status(min(timeout, left) if left > 0 else timeout)
+        except errors.UnavailableError:
+            now = time.monotonic()
+            if now + _RETRY_S >= deadline:
+                raise
+            if now >= next_log:
+                next_log = now + _WAIT_LOG_S
+                log.warning("Session still waiting for response from worker: %s "
+                            "(%.0fs of %gs)", describe, now - start, wait)
+        time.sleep(_RETRY_S)
 
 
 class SessionCluster:

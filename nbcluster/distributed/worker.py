@@ -15,7 +15,6 @@ import os
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
 
 from nbcluster import errors
@@ -34,6 +33,7 @@ from nbcluster.proto import worker_pb2
 from nbcluster.runtime.executor import Executor
 from nbcluster.runtime.resources import ResourceMgr
 from nbcluster.runtime.step import CancellationManager, StepContext
+from nbcluster.runtime.thread_pool import DaemonPool
 
 load_all()
 
@@ -50,7 +50,7 @@ def _core_share() -> int:
 
 
 _DEFAULT_PARALLELISM = _core_share()
-_POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nbcluster-partition")
+_POOL = DaemonPool(max_workers=32, thread_name_prefix="nbcluster-partition")
 
 
 class _Graph:

@@ -20,6 +20,7 @@ import threading
 from typing import Optional
 
 from nbcluster import errors
+from nbcluster.distributed.master import CallerWatch
 from nbcluster.rpc import data_plane_calls as calls, data_plane_wire as wire
 from nbcluster.rpc.data_plane_connections import enabled, socket_name
 from nbcluster.rpc.master_service import serve_run_step
@@ -36,6 +37,8 @@ class _Connection:
         self.sock = sock
         self.gone = False
         self.step_id: Optional[int] = None  # the request being answered
+        self.running_graph: Optional[int] = None  # the step of a RunGraph under way
+        self.running_step = None  # the CallerWatch of a RunStep under way
         self.thread: Optional[threading.Thread] = None
 
 
@@ -169,6 +172,12 @@ class DataPlaneServer:
             except OSError:
                 pass  # its thread closed it meanwhile
         conn.gone = True
+        running = conn.running_graph
+        if running is not None:  # as gRPC's RunGraph handler: the caller is gone
+            self._worker.cleanup_graph(running)
+        caller = conn.running_step
+        if caller is not None:
+            caller.caller_gone()
         step_id = conn.step_id
         if step_id is not None:
             self._worker.wake_step(step_id)  # its wait checks `gone`
@@ -197,7 +206,7 @@ class DataPlaneServer:
         worker = self._worker
         try:
             if kind in calls.REQUESTS:
-                wire.send_all(conn.sock, self._call(kind, *keys, timeout))
+                wire.send_all(conn.sock, self._call(conn, kind, *keys, timeout))
                 return
             if kind == wire.SINGLE:
                 value = worker.recv_tensor(step_id, keys[0], timeout)
@@ -215,7 +224,8 @@ class DataPlaneServer:
             error = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
         wire.send_all(conn.sock, [wire.encode_error(error)])
 
-    def _call(self, kind: int, request, feeds: list, timeout: Optional[float]) -> list:
+    def _call(self, conn: _Connection, kind: int, request, feeds: list,
+              timeout: Optional[float]) -> list:
         """The reply pieces to a RunGraph or RunStep: its result, or its error
         as gRPC's handler would map it (a kernel's OSError included: it is not
         the socket's)."""
@@ -223,8 +233,20 @@ class DataPlaneServer:
             if kind == calls.RUN_STEP:
                 if self._master is None:
                     raise errors.UnimplementedError(None, None, "RunStep: no master here")
-                return calls.encode_reply(*serve_run_step(self._master, request, feeds))
-            return calls.encode_reply(*serve_run_graph(self._worker, request, feeds, timeout))
+                conn.running_step = caller = CallerWatch()
+                if conn.gone:  # it hung up before the watch was set
+                    caller.caller_gone()
+                try:
+                    result = serve_run_step(self._master, request, feeds, caller)
+                finally:
+                    conn.running_step = None
+                return calls.encode_reply(*result)
+            conn.running_graph = request.step_id
+            try:
+                result = serve_run_graph(self._worker, request, feeds, timeout)
+            finally:
+                conn.running_graph = None
+            return calls.encode_reply(*result)
         except errors.OpError as e:
             error = e
         except Exception as e:  # noqa: BLE001 - a bug becomes INTERNAL, the server lives on

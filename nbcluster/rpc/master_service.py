@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import grpc
 
+from nbcluster.distributed.master import CallerWatch
 from nbcluster.framework.graph_def import nodes_from_proto
 from nbcluster.proto import master_pb2
 from nbcluster.rpc.handlers import proto_handler
@@ -14,13 +15,14 @@ RUN_STEP_REQUEST = Layout(master_pb2.RunStepRequest, 2)     # feed = 2
 RUN_STEP_RESPONSE = Layout(master_pb2.RunStepResponse, 1)   # tensor = 1
 
 
-def serve_run_step(master, req, feeds: list) -> tuple:
+def serve_run_step(master, req, feeds: list, caller=None) -> tuple:
     """RunStep's logic for either transport (gRPC here, the same-host data plane).
 
     Args:
       master: the `Master`.
       req: the RunStepRequest (its tensors apart, in `feeds`).
       feeds: [(name, ndarray)].
+      caller: a `CallerWatch` the transport fires if the caller goes away.
     Returns:
       (RunStepResponse without tensors, [(fetch, ndarray)] in `req.fetch` order).
     Raises:
@@ -29,7 +31,7 @@ def serve_run_step(master, req, feeds: list) -> tuple:
     options = req.options if req.HasField("options") else None
     fetches = list(req.fetch)
     values, metadata = master.run_step(req.session_handle, dict(feeds), fetches,
-                                       list(req.target), options)
+                                       list(req.target), options, caller)
     response = master_pb2.RunStepResponse()
     if metadata is not None:
         response.metadata.CopyFrom(metadata)
@@ -49,7 +51,12 @@ def master_handler(master) -> grpc.GenericRpcHandler:
         return master_pb2.ExtendSessionResponse(new_graph_version=version)
 
     def run_step(req, feeds, context):
-        return serve_run_step(master, req, feeds)
+        caller, running = CallerWatch(), [True]  # `running` tells a normal end
+        context.add_callback(lambda: running[0] and caller.caller_gone())
+        try:
+            return serve_run_step(master, req, feeds, caller)
+        finally:
+            running[0] = False
 
     def close_session(req, context):
         master.close_session(req.session_handle)

@@ -3,7 +3,6 @@ a server's master and worker use to reach the cluster's tasks."""
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
@@ -13,11 +12,12 @@ from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.rpc.channels import SERVER_OPTIONS
 from nbcluster.rpc.master_service import master_handler
 from nbcluster.rpc.worker_service import worker_handler
+from nbcluster.runtime.thread_pool import DaemonPool
 
 
 def bind_server(host: str, port: int, master, worker) -> tuple:
     """A (not yet started) gRPC server for master+worker bound to host:port."""
-    server = grpc.server(ThreadPoolExecutor(max_workers=64, thread_name_prefix="nbcluster-rpc"),
+    server = grpc.server(DaemonPool(max_workers=64, thread_name_prefix="nbcluster-rpc"),
                          handlers=[master_handler(master), worker_handler(worker)],
                          options=SERVER_OPTIONS)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

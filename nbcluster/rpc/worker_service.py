@@ -70,7 +70,15 @@ def worker_handler(worker) -> grpc.GenericRpcHandler:
         return worker_pb2.DeregisterGraphResponse()
 
     def run_graph(req, sends, context):
-        return serve_run_graph(worker, req, sends, timeout_of(context))
+        # A caller gone mid-step (its process exited, or it cancelled) ends the
+        # step here, as TF's worker does: a dequeue left waiting would take
+        # the next element enqueued. `running` tells that from a normal end.
+        running = [True]
+        context.add_callback(lambda: running[0] and worker.cleanup_graph(req.step_id))
+        try:
+            return serve_run_graph(worker, req, sends, timeout_of(context))
+        finally:
+            running[0] = False
 
     def cleanup_graph(req, context):
         worker.cleanup_graph(req.step_id)

@@ -16,15 +16,15 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
 from nbcluster import errors
 from nbcluster.framework.node import Node, parse_input
 from nbcluster.framework.op_registry import get_op_def
 from nbcluster.runtime.planning import as_op_error, make_kernel, topological
+from nbcluster.runtime.thread_pool import DaemonPool
 
-_POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="nbcluster-exec")
+_POOL = DaemonPool(max_workers=64, thread_name_prefix="nbcluster-exec")
 # Below this a kernel finishes before a woken thread would start it.
 _SPAWN_MIN_S = 0.0001
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import threading
-import weakref
 from typing import Optional
 
 from nbcluster import errors
@@ -18,7 +17,10 @@ from nbcluster.proto import config_pb2
 
 SUPPORTED_PROTOCOLS = ("grpc",)
 _STOP_WAIT_S = 5.0  # past any grace, how long stop() waits for handlers to return
-_LOCAL: "weakref.WeakValueDictionary[str, Server]" = weakref.WeakValueDictionary()
+# Every started server, by target, until its stop(): as in TF, a server
+# serves until stopped or the process ends, even if the program keeps no
+# reference to it (`[Server(spec, "ps", i) for i in range(2)]`, unused).
+_STARTED: "dict[str, Server]" = {}
 # The one line `python -m nbcluster.server` prints on stdout once it serves.
 READY_PREFIX = "nbcluster.server: serving "
 _READY_RE = re.compile(r"nbcluster\.server: serving /job:(?P<job>[^/\s]+)/task:(?P<task>\d+) "
@@ -38,7 +40,7 @@ def parse_ready_line(line: str) -> Optional[tuple]:
 
 def local_master(target: str):
     """The master of a started server in this process serving `target`, if any."""
-    server = _LOCAL.get(target)
+    server = _STARTED.get(target)
     return server._master if server is not None and server._serving else None
 
 
@@ -173,7 +175,7 @@ class Server:
             if self._data_plane is not None:
                 self._data_plane.start()
             self._serving = True
-            _LOCAL[self._target] = self
+            _STARTED[self._target] = self
 
     def join(self) -> None:
         """Blocks until the server stops."""
@@ -183,7 +185,7 @@ class Server:
         """Stops serving and frees the port."""
         if self._stopped.is_set():
             return
-        _LOCAL.pop(self._target, None)
+        _STARTED.pop(self._target, None)
         self._serving = False
         stopped = self._grpc.stop(grace)
         if self._data_plane is not None:

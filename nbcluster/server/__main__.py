@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import signal
 import sys
 import threading
@@ -43,6 +44,7 @@ from nbcluster.server.environment import task_from_environment
 from nbcluster.server.options import load_cluster, load_config
 
 PROG = "nbcluster.server"
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,6 +69,37 @@ def _parser() -> _Parser:
     return parser
 
 
+class _StopRequest:
+    """A stop request that a signal handler may make: a flag and a self-pipe.
+
+    A handler runs in the main thread between two bytecodes, possibly inside
+    code holding a lock, so it takes none: it sets a flag and writes a byte
+    (threading.Event.set() there deadlocked on a second signal). Waiters
+    select() on the pipe's read end, which is never drained, so once set it
+    stays readable.
+    """
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)
+        self._set = False
+
+    def set(self, *_signal_args) -> None:
+        self._set = True
+        try:
+            os.write(self._write, b"\0")
+        except BlockingIOError:  # the pipe is full: it is readable already
+            pass
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        if not self._set:
+            select.select([self._read], [], [], timeout)
+        return self._set
+
+
 def _set_parent_death_signal(sig: int) -> None:
     """Asks Linux to send `sig` to this process when its parent dies (a no-op elsewhere)."""
     if not sys.platform.startswith("linux"):
@@ -80,7 +113,7 @@ def _set_parent_death_signal(sig: int) -> None:
         pass  # the poll below still notices
 
 
-def _watch_parent(stop: threading.Event, expected: int) -> None:
+def _watch_parent(stop: _StopRequest, expected: int) -> None:
     """Sets `stop` once the parent (`expected`, or the current one if 0) is gone.
 
     The kernel's signal arrives at once; the poll covers what it cannot: a
@@ -139,9 +172,9 @@ def _cluster_and_task(args: argparse.Namespace) -> tuple:
 def main(argv: Optional[list] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = _StopRequest()
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, stop.set)
     if args.exit_with_parent is not None:  # first: a parent may die while we parse
         _watch_parent(stop, args.exit_with_parent)
     _keep_freed_memory()
@@ -153,6 +186,7 @@ def main(argv: Optional[list] = None) -> int:
     except errors.OpError as e:
         parser.error(e.message)
     if stop.is_set():  # the parent died, or a signal came, before we served
+        _ignore_stop_signals()
         return 0
     try:
         server = Server(server_def)
@@ -163,11 +197,19 @@ def main(argv: Optional[list] = None) -> int:
         return 1
     try:
         print(ready_line(server_def.job_name, server_def.task_index, server.target), flush=True)
-        while not stop.wait(1.0):
-            pass
+        stop.wait()
     finally:
+        _ignore_stop_signals()
         server.stop()
     return 0
+
+
+def _ignore_stop_signals() -> None:
+    """Ignores further stop signals: the stop is under way, and the interpreter
+    puts back the default (fatal) action of a handled signal as it finalizes,
+    so a late one of a burst would end the process with -SIGTERM, not 0."""
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

@@ -315,13 +315,15 @@ def test_devices_are_asked_for_only_when_needed_cached_per_session():
 
 def test_a_dead_task_the_session_does_not_need_is_harmless():
     master, net = _three()
-    net.stop("localhost:6002")
     with tf.Graph().as_default() as g:
         with tf.device("/job:ps/task:0"):
             a = tf.constant(2.0, name="a")
         tf.multiply(a, 3.0, name="b")
         with tf.device("/job:worker/task:1"):
             tf.identity(a, name="on_dead")
+    # The master reached worker 1 before it died: no wait for it to come up.
+    master.run_step(_create(master, g), {}, ["on_dead:0"], [])
+    net.stop("localhost:6002")
     handle = _create(master, g)
     assert float(master.run_step(handle, {}, ["b:0"], [])[0][0]) == 6.0
     start = time.monotonic()
@@ -560,7 +562,10 @@ def test_processes_filters_skip_a_dead_task_and_a_needed_one_fails_fast(cluster_
             names = sorted(d.name for d in sess.list_devices())
             assert names == ["/job:ps/replica:0/task:0/device:CPU:0",
                              "/job:worker/replica:0/task:0/device:CPU:0"]
-        with tf.Session(cluster.target("worker", 0)) as sess:
+        # Never reached, worker 1 might be still starting: the session waits
+        # for it as long as its operation timeout.
+        short_wait = tf.ConfigProto(operation_timeout_in_ms=2000)
+        with tf.Session(cluster.target("worker", 0), config=short_wait) as sess:
             start = time.monotonic()
             with pytest.raises(errors.UnavailableError) as info:
                 sess.run("on_dead:0")
