@@ -83,6 +83,31 @@ def test_per_worker_dataset_feeds_each_worker_its_own_batches(strategy, coordina
     assert coordinator.fetch(seen) == sum(sums) / 4.0
 
 
+def test_a_scheduled_function_reads_what_it_assigned(strategy, coordinator):
+    # TF's RemoteValue example: the reads follow the assigns (TF2's automatic
+    # control dependencies), on the ps, whichever worker runs it.
+    with strategy.scope():
+        v1 = tf.Variable(0.0, name="v1")
+        v2 = tf.Variable(1.0, name="v2")
+        count = tf.Variable(0.0, name="count")
+
+    @function
+    def worker_fn():
+        v1.assign_add(0.1)
+        v2.assign_sub(0.2)
+        return v1.read_value() / v2.read_value()
+
+    @function
+    def bump():
+        count.assign_add(1.0)
+        return count * 1.0
+
+    assert coordinator.schedule(worker_fn).fetch() == np.float32(0.125)
+    # One at a time, so no other closure's add lands between an add and its read.
+    assert [float(coordinator.schedule(bump).fetch()) for _ in range(8)] == \
+        [float(i) for i in range(1, 9)]
+
+
 def _uneven_per_worker_dataset(coordinator, lengths):
     """A per-worker dataset whose worker i has batches 1..lengths[i]."""
     made = iter(lengths)
