@@ -90,6 +90,85 @@ def test_stateful_ops_run_without_being_returned_in_program_order():
             assert sess.run(v) == 12.5
 
 
+def test_a_read_after_an_assign_sees_it():
+    v = tf.Variable(1.0)
+
+    @function
+    def bump_and_read():
+        v.assign_add(1.0)
+        return v.read_value()
+
+    out = bump_and_read()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert [float(sess.run(out)) for _ in range(4)] == [2.0, 3.0, 4.0, 5.0]
+
+
+def test_reads_and_writes_of_a_variable_keep_program_order():
+    v = tf.Variable(1.0)
+
+    @function
+    def steps():
+        before = v.read_value()
+        v.assign(5.0)
+        v.assign(7.0)
+        doubled = v * 2.0   # the Variable's own snapshot, made outside the function
+        v.assign_add(1.0)
+        return before, doubled, v + 0.0, v.read_value()
+
+    out = steps()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for start in (1.0, 8.0, 8.0):
+            assert [float(x) for x in sess.run(out)] == [start, 14.0, 8.0, 8.0]
+
+
+def test_tf_remote_value_docstring_example_gives_tfs_value():
+    v1, v2 = tf.Variable(0.0), tf.Variable(1.0)
+
+    @function
+    def worker_fn():
+        v1.assign_add(0.1)
+        v2.assign_sub(0.2)
+        return v1.read_value() / v2.read_value()
+
+    out = worker_fn()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(out) == np.float32(0.125)
+
+
+def test_queue_ops_keep_program_order():
+    q = tf.FIFOQueue(10, [tf.float32], shapes=[[]])
+
+    @function
+    def fill():
+        q.enqueue([1.0])
+        q.enqueue([2.0])
+        return q.size()
+
+    out = fill()
+    with tf.Session() as sess:
+        assert [int(sess.run(out)) for _ in range(3)] == [2, 4, 6]
+
+
+def test_stateful_ops_without_state_wait_for_one_another(graph):
+    @function
+    def draws():
+        return tf.random_uniform([2]), tf.random_uniform([2])
+
+    def draw_of(t):
+        stack = [t.op]
+        while stack:
+            op = stack.pop()
+            if op.type == "RandomUniform":
+                return op
+            stack.extend(x.op for x in op.inputs)
+
+    first, second = draws()
+    assert draw_of(first) in draw_of(second).control_inputs
+
+
 def test_outputs_wait_for_side_effects():
     v = tf.Variable(1.0)
 

@@ -2,7 +2,7 @@
 
 Rule: every change of a closure's state goes through one `ClosureQueue`
 method under its condition's lock: queued -> in flight -> finished, failed,
-or (a worker failed under it) queued again.
+or (a worker failed under it, or its data ran out there) queued again.
 """
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ class Closure:
         self.remote_value = RemoteValue()
         self.attempts = 0          # runs started, retries included
         self.transient_retries = 0  # retries after an error no task probe explained
+        # Workers whose per-worker iterator it takes from had run out: it runs
+        # on one with data left, and fails only once every worker's ran out.
+        self.ran_dry: set = set()
 
 
 class ClosureQueue:
@@ -30,9 +33,13 @@ class ClosureQueue:
 
     As TF's: once a closure fails, the queued ones are cancelled and the
     error is raised once, by the next `put`, `wait` or `done`, then cleared.
+    Args:
+      workers: how many workers take closures (`ran_dry` fails a closure once
+        it ran dry on all of them).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, workers: int = 1) -> None:
+        self._workers = workers
         self._cv = threading.Condition()
         self._queue: collections.deque = collections.deque()
         self._in_flight = 0
@@ -48,15 +55,19 @@ class ClosureQueue:
             self.scheduled += 1
             self._cv.notify_all()
 
-    def get(self) -> Optional[Closure]:
-        """The next closure, once there is one; None once the queue is closed."""
+    def get(self, worker: Optional[int] = None) -> Optional[Closure]:
+        """The next closure `worker` can run (its data has not run out there),
+        once there is one; None once the queue is closed."""
         with self._cv:
-            while not self._closed and not self._queue:
+            while True:
+                if self._closed:
+                    return None
+                closure = next((c for c in self._queue if worker not in c.ran_dry), None)
+                if closure is not None:
+                    break
                 self._cv.wait()
-            if self._closed:
-                return None
+            self._queue.remove(closure)
             self._in_flight += 1
-            closure = self._queue.popleft()
             closure.attempts += 1
             return closure
 
@@ -71,6 +82,24 @@ class ClosureQueue:
                 self._queue.appendleft(closure)
             self._cv.notify_all()
 
+    def ran_dry(self, closure: Closure, worker: int, error: BaseException) -> None:
+        """`closure` found its per-worker iterator on `worker` exhausted before
+        it ran: it goes back, first in line, for a worker with data left (a
+        slow worker's batches are not lost to a fast one's end of data), and
+        fails with `error` (OutOfRangeError) once every worker's ran out."""
+        with self._cv:
+            closure.ran_dry.add(worker)
+            closure.attempts -= 1  # it did not run
+            if len(closure.ran_dry) >= self._workers:
+                self._fail_locked(closure, error)
+                return
+            self._in_flight -= 1
+            if self._error is not None or self._closed:
+                closure.remote_value._set_error(cancelled_error(self._error or "closed"))
+            else:
+                self._queue.appendleft(closure)
+            self._cv.notify_all()
+
     def mark_finished(self, closure: Closure, value) -> None:
         with self._cv:
             self._in_flight -= 1
@@ -79,13 +108,16 @@ class ClosureQueue:
 
     def mark_failed(self, closure: Closure, error: BaseException) -> None:
         with self._cv:
-            self._in_flight -= 1
-            closure.remote_value._set_error(error)
-            if self._error is None:
-                self._error = error
-            while self._queue:
-                self._queue.popleft().remote_value._set_error(cancelled_error(error))
-            self._cv.notify_all()
+            self._fail_locked(closure, error)
+
+    def _fail_locked(self, closure: Closure, error: BaseException) -> None:
+        self._in_flight -= 1
+        closure.remote_value._set_error(error)
+        if self._error is None:
+            self._error = error
+        while self._queue:
+            self._queue.popleft().remote_value._set_error(cancelled_error(error))
+        self._cv.notify_all()
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Blocks until every closure ran or one failed; raises that failure.

@@ -54,12 +54,13 @@ class ClusterCoordinator:
         self._started = True
         self._closed = False
         self._strategy = strategy
-        self._queue = ClosureQueue()
+        targets = strategy.worker_targets()
+        self._queue = ClosureQueue(len(targets))
         self._health = ClusterHealth(strategy._spec, PROBE_TIMEOUT_S)
         self._stopped = threading.Event()
         self._workers = [WorkerThread(i, target, strategy, self._queue, self._health,
                                       self._stopped)
-                         for i, target in enumerate(strategy.worker_targets())]
+                         for i, target in enumerate(targets)]
         self._joined = 0  # the queue's `scheduled` count at the last join
         strategy._coordinator = self
 

@@ -54,11 +54,13 @@ class WorkerThread:
         if not self._health.is_up(self.index) and not self._recover():
             return
         while True:
-            closure = self._queue.get()
+            closure = self._queue.get(self.index)
             if closure is None:
                 return
             try:
                 value = self._run(closure)
+            except _RanDry as e:  # another worker may still have data for it
+                self._queue.ran_dry(closure, self.index, e.error)
             except errors.OpError as e:
                 if not self._on_error(closure, e):
                     return
@@ -89,7 +91,10 @@ class WorkerThread:
         strategy = self._strategy
         with strategy.build_lock:
             with strategy.scope():
-                concrete, values = closure.fn.trace_for_call(strategy.graph, args, kwargs)
+                try:  # pulls this worker's next batches, if it takes an iterator
+                    concrete, values = closure.fn.trace_for_call(strategy.graph, args, kwargs)
+                except errors.OutOfRangeError as e:
+                    raise _RanDry(e) from None
             found = self._instances.get(id(concrete))
             if found is None:
                 instance = concrete.instantiate(
@@ -145,6 +150,14 @@ class WorkerThread:
         session = self._session_now()
         self._initialize_variables(session)
         return session.run(fetches)
+
+
+class _RanDry(Exception):
+    """A closure's iterator ran out on this worker before anything ran."""
+
+    def __init__(self, error: errors.OutOfRangeError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 def _fetchable(x) -> bool:

@@ -3,6 +3,9 @@ _Send/_Recv pair on every edge that crosses partitions.
 
 Rule: a pure function of (nodes, placement, key); no I/O. The master splits
 by task, each worker splits its share by device: the same function twice.
+The second split sees the first one's _Send/_Recv nodes, so a name it makes
+must be new to the nodes it was given, not only to its own (an executor
+keys its nodes by name: a duplicate silently drops a Send).
 """
 from __future__ import annotations
 
@@ -27,6 +30,16 @@ def partition(nodes: list[Node], key: Callable[[str], object],
     parts: dict[object, list[Node]] = {}
     recvs: dict[tuple, str] = {}  # (tensor or ^op, dst device) -> recv node name
     counter = [0]
+    taken = set(by_name)  # names in use, including those of an earlier split
+
+    def new_suffix(stem: str) -> str:
+        while True:
+            counter[0] += 1
+            suffix = f"{stem}_{counter[0]}"
+            names = (f"_send_{suffix}", f"_recv_{suffix}", f"_ctl_const_{suffix}")
+            if not taken.intersection(names):
+                taken.update(names)
+                return suffix
 
     def add(part_key, node: Node) -> None:
         parts.setdefault(part_key, []).append(node)
@@ -35,10 +48,9 @@ def partition(nodes: list[Node], key: Callable[[str], object],
         edge = (src.name, index, dst_device)
         if edge in recvs:
             return recvs[edge]
-        counter[0] += 1
         control = index < 0
         tensor = f"{src.name}:{index}" if not control else f"^{src.name}"
-        suffix = f"{src.name}_{'ctl' if control else index}_{counter[0]}"
+        suffix = new_suffix(f"{src.name}_{'ctl' if control else index}")
         if control:
             dummy = Node(f"_ctl_const_{suffix}", "Const", (f"^{src.name}",), src.device,
                          {"value": _dummy(), "dtype": dtypes.float32})

@@ -69,10 +69,15 @@ class StepRendezvous:
         values = self._values
         return {key for key in keys if key in values}
 
-    def wait_any(self, keys: Callable[[], list], ctx) -> None:
+    def wait_any(self, keys: Callable[[], list], ctx,
+                 could_want: Optional[Callable[[], list]] = None) -> None:
         """Waits until one of `keys()` (asked again on every wake) has landed,
         or the step failed.
 
+        `could_want()` is every key the caller may wait for before it has what
+        it needs (default `keys()`): a caller blocked reading a stream sees no
+        other tensor land, so it reads one itself only if all of those that
+        have not landed come by that stream.
         Raises:
           the step's error, its cancellation, DeadlineExceededError.
         """
@@ -82,7 +87,7 @@ class StepRendezvous:
             return self.error is not None or any(key in values for key in keys())
 
         with self._cond:
-            ctx.wait(self._cond, lambda: self._pulled_until(landed, keys),
+            ctx.wait(self._cond, lambda: self._pulled_until(landed, could_want or keys),
                      "tensors from other devices")
             if self.error is not None and not any(key in values for key in keys()):
                 raise self.error
@@ -102,34 +107,40 @@ class StepRendezvous:
         """`landed()`, after pulling batches while the wanted keys that have not
         landed all come by one stream that nobody else reads (cond held;
         released while pulling). A thread blocked on one stream cannot see
-        another, so keys spread over several streams get a reader each."""
+        other tensors land (another stream's, or a send of this task), so
+        when those are wanted too, the streams get a reader each."""
         while not landed():
-            streams = self._streams_for(keys())
-            if len(streams) == 1 and not streams[0].busy:
+            wanted = [k for k in keys() if k not in self._values]
+            streams = self._streams_for(wanted)
+            if len(streams) == 1 and not streams[0].busy and streams[0].keys.issuperset(wanted):
                 self._pull(streams[0])
                 continue
-            self._read_all_locked(streams)
+            self._read_all_locked(streams, wanted)
             return False
         return True
 
     def want(self, keys: list) -> None:
         """Wakes the waiters: the keys some recv waits for are now `keys`.
-        A thread pulling one stream cannot see another, so once they come by
-        several streams each gets a reader."""
+        A thread pulling one stream sees nothing else land, so once they do
+        not all come by one stream, each stream gets a reader."""
         with self._cond:
-            self._read_all_locked(self._streams_for(keys))
+            self._read_all_locked(self._streams_for(keys), keys)
             self._cond.notify_all()
 
     def _streams_for(self, keys) -> list:
         wanted = [k for k in keys if k not in self._values]
         return [st for st in self._streams if not st.done and any(k in st.keys for k in wanted)]
 
-    def _read_all_locked(self, streams: list) -> None:
-        if len(streams) > 1:
-            for stream in streams:
-                if not stream.busy:
-                    stream.busy = True
-                    _READERS.submit(self._drain, stream)
+    def _read_all_locked(self, streams: list, wanted) -> None:
+        """Gives `streams` a reader each, unless one of them brings every key
+        of `wanted` that has not landed (its waiter may read it)."""
+        if len(streams) == 1 and streams[0].keys.issuperset(
+                k for k in wanted if k not in self._values):
+            return
+        for stream in streams:
+            if not stream.busy:
+                stream.busy = True
+                _READERS.submit(self._drain, stream)
 
     def _drain(self, stream: "_Stream") -> None:
         """Reads `stream` to its end on a thread of its own."""

@@ -16,6 +16,7 @@ from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.op_registry import get_op_def
 from nbcluster.framework.operation import Operation, Tensor
+from nbcluster.function.ordering import StatefulOrder, is_state, state_read
 from nbcluster.function.structure import ElementIterator, flatten, pack_as
 from nbcluster.ops.array import identity, placeholder
 from nbcluster.ops.control import group
@@ -48,13 +49,6 @@ class TracingIterator:
         return pack_as(element, held)
 
     get_next = __next__
-
-
-def _is_state(op: Operation) -> bool:
-    """Ops that create state (a variable, a queue): every copy shares them."""
-    op_def = get_op_def(op.type)
-    return op_def.stateful and not op.inputs and op.type != "Placeholder" and \
-        (bool(op_def.ref_outputs) or all(t.dtype == dtypes.resource for t in op.outputs))
 
 
 def _closure(roots: list, within: set) -> set:
@@ -91,7 +85,7 @@ class ConcreteFunction:
         self._keep = list(keep)  # objects keyed by id must outlive the cache entry
         in_trace = self._in_trace = {id(op) for op in ops}
         self._by_name = {op.name: op for op in ops}
-        self._state = {id(op) for op in ops if _is_state(op)}
+        self._state = {id(op) for op in ops if is_state(op)}
         init_only = _closure([v.initializer for v in new_variables], in_trace)
         fed = {id(t.op) for t in inputs}
         self._side_effects = [op for op in ops if get_op_def(op.type).stateful and
@@ -149,36 +143,55 @@ class ConcreteFunction:
         graph = self.graph
         with graph.as_default(), graph.colocate_with(None, ignore_existing=True), \
                 graph.name_scope(name or self.name):
-            self._copy_ops(graph, mapped, copies, lookup, device)
-        outputs = pack_as(self.structured_outputs, [
-            lookup(x) if isinstance(x, Tensor) else copies.get(id(x), x)
-            if isinstance(x, Operation) else x for x in flatten(self.structured_outputs)])
+            refresh = self._copy_ops(graph, mapped, copies, lookup, device)
+            outputs = pack_as(self.structured_outputs, [
+                lookup(refresh(x)) if isinstance(x, Tensor) else copies.get(id(x), x)
+                if isinstance(x, Operation) else x for x in flatten(self.structured_outputs)])
         return Instance([lookup(t) for t in self.inputs], outputs,
                         [copies[id(op)] for op in self._side_effects])
 
-    def _copy_ops(self, graph, mapped: dict, copies: dict, lookup, device) -> None:
-        last_update: dict = {}  # variable op -> the latest copied op updating it
-        for op in self._copied:
-            if op.outputs and id(op.outputs[0]) in mapped:
-                continue
+    def _copy_ops(self, graph, mapped: dict, copies: dict, lookup, device):
+        """Copies the trace's ops in program order, each after the stateful
+        ops it must follow (`ordering.py`). A read of a variable made outside
+        the trace (the snapshot `v` converts to) is made again in the copy,
+        where that order holds. Returns `refresh(t)`: `t`, or a read made now
+        if `t` is such a snapshot (for the copy's outputs)."""
+        order = StatefulOrder()
+        fresh: dict = {}  # id(outer snapshot op) -> its latest copy
+
+        def copy(op, op_device):
             controls = [copies.get(id(c), c) for c in op.control_inputs]
-            resources = [op.inputs[i].op for i in get_op_def(op.type).ref_inputs
-                         if id(op.inputs[i].op) in self._state or
-                         id(op.inputs[i].op) not in self._in_trace]
-            # TF orders a function's stateful ops on one resource as written.
-            controls += [last_update[id(r)] for r in resources if id(r) in last_update]
+            wait, accesses = order.controls(op)
             node = op.to_node()
             attrs = {k: v for k, v in node.attrs.items() if k != "_output_types"}
             if "_class" in attrs:
                 attrs["_class"] = [self._colocation(g, copies) for g in attrs["_class"]]
             relative = op.name[len(self._scope):] if op.name.startswith(self._scope) \
                 else op.name
-            with graph.device(_device_for(op, device)), graph.control_dependencies(controls):
+            with graph.device(op_device), graph.control_dependencies(controls + wait):
                 new = graph.create_op(op.type, [lookup(t) for t in op.inputs], attrs,
                                       name=relative)
-            copies[id(op)] = new
-            for r in resources:
-                last_update[id(r)] = new
+            order.record(new, accesses)
+            return new
+
+        def refresh(t):
+            state = state_read(t.op) if id(t.op) not in self._in_trace else None
+            if state is None or id(t) in mapped:
+                return t
+            made = fresh.get(id(t.op))
+            if made is None or order.written_since(id(state), made):
+                made = copy(t.op, t.op.device)
+                fresh[id(t.op)] = made
+                copies[id(t.op)] = made
+            return made.outputs[t.value_index]
+
+        for op in self._copied:
+            if op.outputs and id(op.outputs[0]) in mapped:
+                continue
+            for t in op.inputs:
+                refresh(t)
+            copies[id(op)] = copy(op, _device_for(op, device))
+        return refresh
 
     def _colocation(self, group_name: str, copies: dict) -> str:
         """A colocation group naming a copied op names its copy instead."""

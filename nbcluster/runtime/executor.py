@@ -151,6 +151,7 @@ class _StepRun:
         self.done = threading.Event()
         rendezvous = ctx.rendezvous
         self.lands = getattr(rendezvous, "lands_here", None)
+        self.landing: Optional[list] = None  # (node index, key) of Recvs landing here
 
     def run(self) -> None:
         with self.lock:
@@ -242,7 +243,8 @@ class _StepRun:
         waiting = self.waiting
         self.flush()
         try:
-            self.ctx.rendezvous.wait_any(lambda: list(waiting.values()), self.ctx)
+            self.ctx.rendezvous.wait_any(lambda: list(waiting.values()), self.ctx,
+                                         self._could_want)
         except errors.OpError as e:
             first = next(iter(list(waiting)), None)  # a Recv still waiting names the error
             self.ctx.cancellation.cancel(e if first is None
@@ -253,6 +255,16 @@ class _StepRun:
             if self.ctx.cancellation.error is not None:
                 return None
             return self._next_locked()
+
+    def _could_want(self) -> list:
+        """The keys of every Recv of this run whose tensor lands here and that
+        has not run: the waiter may wait for any of them before it is done,
+        including those not yet ready (`StepRendezvous.wait_any`)."""
+        if self.landing is None:
+            self.landing = [(i, key) for i, key in enumerate(self.plan.recv_keys)
+                            if key is not None and self.lands(key)]
+        values = self.values
+        return [key for i, key in self.landing if values[i] is None]
 
     def _after(self, i: int, ok: bool) -> Optional[int]:
         """Makes `i`'s successors ready; returns the next node for this chain."""

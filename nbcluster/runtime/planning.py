@@ -51,9 +51,15 @@ def topological(nodes: list[Node]) -> list[Node]:
     """`nodes`, every node after its inputs.
 
     Raises:
-      InvalidArgumentError: an input names an unknown node, or the graph has a cycle.
+      InvalidArgumentError: an input names an unknown node, two nodes share a
+        name (one would silently not run), or the graph has a cycle.
     """
     by_name = {n.name: n for n in nodes}
+    if len(by_name) < len(nodes):
+        seen: set = set()
+        twice = next(n.name for n in nodes if n.name in seen or seen.add(n.name))
+        raise errors.InvalidArgumentError(None, None, f"Node '{twice}' is not unique",
+                                          node_name=twice)
     order, state = [], {}
     for root in nodes:
         if root.name in state:

@@ -114,3 +114,34 @@ def test_unexplained_transient_errors_are_retried_a_few_times_only():
     handle_closure_error(FakeHealth("none"), queue, 0, d, user)
     with pytest.raises(errors.InvalidArgumentError):
         d.remote_value.fetch()
+
+
+def test_a_closure_whose_data_ran_dry_goes_to_another_worker_first_in_line():
+    queue = ClosureQueue(workers=2)
+    a, b = closure("a"), closure("b")
+    queue.put(a)
+    queue.put(b)
+    assert queue.get(0) is a
+    queue.ran_dry(a, 0, errors.OutOfRangeError(None, None, "End of sequence"))
+    assert queue.get(0) is b  # worker 0 has no data for `a`: it takes the next one
+    assert queue.get(1) is a and a.attempts == 1 and queue.retried == 0
+    queue.mark_finished(a, 1)
+    queue.mark_finished(b, 2)
+    assert queue.done() and a.remote_value.fetch() == 1
+
+
+def test_a_closure_fails_out_of_range_once_every_worker_ran_dry():
+    queue = ClosureQueue(workers=2)
+    a, later = closure("a"), closure("later")
+    queue.put(a)
+    queue.put(later)
+    end = errors.OutOfRangeError(None, None, "End of sequence")
+    queue.ran_dry(queue.get(0), 0, end)
+    assert queue.get(1) is a
+    queue.ran_dry(a, 1, end)
+    with pytest.raises(errors.OutOfRangeError):
+        a.remote_value.fetch()
+    with pytest.raises(errors.CancelledError):
+        later.remote_value.fetch()
+    with pytest.raises(errors.OutOfRangeError):
+        queue.wait(5)

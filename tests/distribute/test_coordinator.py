@@ -61,8 +61,8 @@ def test_per_worker_dataset_feeds_each_worker_its_own_batches(strategy, coordina
     with strategy.scope():
         seen = tf.Variable(0.0, name="seen")
 
-    def dataset_fn():  # 12 each: a worker free first may run all 12 closures
-        return [(np.full((2, 2), k, np.float32), np.float32(k)) for k in range(1, 13)]
+    def dataset_fn():  # 10 each: a worker out of data leaves the rest to the other
+        return [(np.full((2, 2), k, np.float32), np.float32(k)) for k in range(1, 11)]
 
     per_worker = coordinator.create_per_worker_dataset(dataset_fn)
     iterator = iter(per_worker)
@@ -78,9 +78,82 @@ def test_per_worker_dataset_feeds_each_worker_its_own_batches(strategy, coordina
     values = [coordinator.schedule(step, args=(iterator,)) for _ in range(12)]
     coordinator.join()
     sums = sorted(float(v.fetch()) for v in values)
-    # 12 batches from two workers' copies of 1..12: every value appears at most twice.
-    assert all(sums.count(4.0 * k) <= 2 for k in range(1, 13))
+    # 12 batches from two workers' copies of 1..10: every value appears at most twice.
+    assert all(sums.count(4.0 * k) <= 2 for k in range(1, 11))
     assert coordinator.fetch(seen) == sum(sums) / 4.0
+
+
+def test_a_scheduled_function_reads_what_it_assigned(strategy, coordinator):
+    # TF's RemoteValue example: the reads follow the assigns (TF2's automatic
+    # control dependencies), on the ps, whichever worker runs it.
+    with strategy.scope():
+        v1 = tf.Variable(0.0, name="v1")
+        v2 = tf.Variable(1.0, name="v2")
+        count = tf.Variable(0.0, name="count")
+
+    @function
+    def worker_fn():
+        v1.assign_add(0.1)
+        v2.assign_sub(0.2)
+        return v1.read_value() / v2.read_value()
+
+    @function
+    def bump():
+        count.assign_add(1.0)
+        return count * 1.0
+
+    assert coordinator.schedule(worker_fn).fetch() == np.float32(0.125)
+    # One at a time, so no other closure's add lands between an add and its read.
+    assert [float(coordinator.schedule(bump).fetch()) for _ in range(8)] == \
+        [float(i) for i in range(1, 9)]
+
+
+def _uneven_per_worker_dataset(coordinator, lengths):
+    """A per-worker dataset whose worker i has batches 1..lengths[i]."""
+    made = iter(lengths)
+
+    def dataset_fn():
+        return [np.float32(k) for k in range(1, next(made) + 1)]
+    return coordinator.create_per_worker_dataset(dataset_fn)
+
+
+def test_a_worker_out_of_data_leaves_closures_to_one_with_data(strategy, coordinator):
+    # Worker 0 has 2 batches, worker 1 ten: twelve closures use them all,
+    # however fast worker 0 is (it used to take a third and fail the lot
+    # with OutOfRangeError while worker 1 still had data).
+    with strategy.scope():
+        seen = tf.Variable(0.0, name="seen")
+    iterator = iter(_uneven_per_worker_dataset(coordinator, [2, 10]))
+
+    @function
+    def step(it):
+        k = next(it)
+        seen.assign_add(k)
+        return k
+
+    values = [coordinator.schedule(step, args=(iterator,)) for _ in range(12)]
+    coordinator.join()
+    assert sorted(float(v.fetch()) for v in values) == sorted([1.0, 2.0] + list(range(1, 11)))
+    assert coordinator.fetch(seen) == 58.0
+
+
+def test_out_of_range_once_every_workers_data_ran_out(strategy, coordinator):
+    iterator = iter(_uneven_per_worker_dataset(coordinator, [2, 3]))
+
+    @function
+    def step(it):
+        return next(it) * 2.0
+
+    values = [coordinator.schedule(step, args=(iterator,)) for _ in range(6)]
+    with pytest.raises(errors.OutOfRangeError, match="End of sequence"):
+        coordinator.join()
+    got, out_of_range = [], 0
+    for value in values:
+        try:
+            got.append(float(value.fetch()))
+        except errors.OutOfRangeError:
+            out_of_range += 1
+    assert out_of_range == 1 and sorted(got) == [2.0, 2.0, 4.0, 4.0, 6.0]
 
 
 def test_an_error_reaches_join_once_and_cancels_queued_closures(strategy, coordinator):

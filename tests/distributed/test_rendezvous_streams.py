@@ -78,6 +78,50 @@ def test_keys_from_two_streams_get_a_reader_each():
     assert rendezvous.landed(wanted) == set(wanted)
 
 
+def test_a_waiter_that_also_wants_a_local_tensor_leaves_the_stream_to_a_reader():
+    # The stream sends only once the local tensor was seen: a waiter blocked
+    # reading the stream would never see it land.
+    local = make_key(WORKER, 1, WORKER, "local")
+    seen = threading.Event()
+    rendezvous = StepRendezvous(7, _remote)
+
+    def batches():
+        rendezvous.send(local, np.float32(3))  # lands while the stream is being read
+        assert seen.wait(10), "the local tensor was never seen"
+        yield [(_key("a"), np.float32(1))]
+
+    rendezvous.add_stream([_key("a"), _key("b")], batches(), lambda batch: batch)
+    ctx = _context(rendezvous)
+    rendezvous.wait_any(lambda: [_key("a"), local], ctx)
+    assert rendezvous.landed([local]) == {local}
+    seen.set()
+    rendezvous.wait_any(lambda: [_key("a")], ctx)
+    assert rendezvous.landed([_key("a")]) == {_key("a")}
+
+
+def test_a_waiter_leaves_the_stream_to_a_reader_while_it_could_want_more():
+    # As above, with the local key not yet wanted (its Recv is not ready) but
+    # one the waiter could want: it must not start reading the stream either.
+    local = make_key(WORKER, 1, WORKER, "local")
+    seen = threading.Event()
+    rendezvous = StepRendezvous(7, _remote)
+
+    wanted = [_key("a")]
+
+    def batches():
+        rendezvous.send(local, np.float32(3))
+        wanted.append(local)  # its Recv is ready now
+        rendezvous.want(wanted)
+        assert seen.wait(10), "the local tensor was never seen"
+        yield [(_key("a"), np.float32(1))]
+
+    rendezvous.add_stream([_key("a"), _key("b")], batches(), lambda batch: batch)
+    ctx = _context(rendezvous)
+    rendezvous.wait_any(lambda: list(wanted), ctx, lambda: [_key("a"), local])
+    assert rendezvous.landed([local]) == {local}
+    seen.set()
+
+
 def test_a_failing_stream_aborts_the_step():
     def batches():
         raise errors.UnavailableError(None, None, "peer went away")

@@ -183,6 +183,17 @@ def test_executor_rejects_unknown_inputs():
         Executor([node], device)
 
 
+def test_executor_rejects_two_nodes_of_one_name():
+    # Keyed by name, one of them would silently never run (a lost _Send hangs
+    # its peer's step).
+    from nbcluster.framework.node import Node
+    device = local_devices("localhost", 0)[0]
+    value = {"value": np.float32(1), "dtype": tf.float32}
+    nodes = [Node("x", "Const", (), device.name, value), Node("x", "Const", (), device.name, value)]
+    with pytest.raises(errors.InvalidArgumentError, match="'x' is not unique"):
+        Executor(nodes, device)
+
+
 @pytest.mark.parametrize("parallelism", [1, 2])
 def test_executor_kernel_failure_names_node(parallelism):
     with tf.Graph().as_default():
