@@ -31,6 +31,7 @@ from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.kernels import load_all
 from nbcluster.proto import worker_pb2
 from nbcluster.runtime.executor import Executor
+from nbcluster.runtime.math_threads import process_threads
 from nbcluster.runtime.resources import ResourceMgr
 from nbcluster.runtime.step import CancellationManager, StepContext
 from nbcluster.runtime.thread_pool import DaemonPool
@@ -38,18 +39,6 @@ from nbcluster.runtime.thread_pool import DaemonPool
 load_all()
 
 
-def _core_share() -> int:
-    """The cores this task may use: its BLAS thread count when a launcher set
-    one (LocalCluster splits the host's cores among its tasks), else the host's.
-    More inter-op threads than that only add thread wakes (~0.1 ms each)."""
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        value = os.environ.get(name, "")
-        if value.isdigit() and int(value) > 0:
-            return int(value)
-    return os.cpu_count() or 1
-
-
-_DEFAULT_PARALLELISM = _core_share()
 _POOL = DaemonPool(max_workers=32, thread_name_prefix="nbcluster-partition")
 
 
@@ -71,11 +60,16 @@ class Worker:
       peers: (job, task) -> WorkerClient of the server's cluster, for recvs.
       connect: address -> WorkerClient, for sessions that bring their own
         cluster (the server passes the gRPC one).
+      parallelism: a graph's inter-op threads when its session sets none: the
+        task's math-thread share (`runtime/math_threads.py`); 0 means this
+        process's. More than the task's cores only add thread wakes (~0.1 ms each).
     """
 
     def __init__(self, job: str, task: int, devices: list,
-                 peers: Optional[Callable] = None, connect: Optional[Callable] = None) -> None:
+                 peers: Optional[Callable] = None, connect: Optional[Callable] = None,
+                 parallelism: int = 0) -> None:
         self.job, self.task = job, task
+        self.parallelism = parallelism
         self.devices = {d.name: d for d in devices}
         self.incarnation = devices[0].incarnation
         self.resources = ResourceMgr()
@@ -183,7 +177,7 @@ class Worker:
                                 f"which is not a device of {_task_name(session.task)}"
                                 f"{self._boot_note(session)}", node_name=node.name)
         pieces = partition(nodes, key=lambda d: d, incarnation=lambda d: self.incarnation)
-        threads = parallelism or _DEFAULT_PARALLELISM
+        threads = parallelism or self.parallelism or process_threads()
         executors = [Executor(part, session.devices[dev], threads)
                      for dev, part in pieces.items()]
         remote = sum(1 for n in nodes if n.op == "_Send" and not n.attrs.get("client_terminated")

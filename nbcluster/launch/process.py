@@ -60,19 +60,14 @@ def child_env(extra: Optional[dict] = None) -> dict:
     return env
 
 
-_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
 def share_blas_threads(env: dict, tasks: int) -> None:
-    """Splits the host's cores among the tasks' BLAS thread pools.
-
-    OpenBLAS starts one spinning thread per core in every process: with
-    several task processes on one host, two concurrent matmuls then fight
-    over the cores and a 1 ms MatMul takes 10-40 ms. A setting the user made
-    wins.
+    """Sets a task process's math threads before numpy loads, by the rule every
+    Server applies once it runs (`runtime/math_threads.py`): this host's cores
+    split among its `tasks`. A thread count the user set wins, as it does there.
     """
-    if not any(name in env for name in _BLAS_THREAD_VARS):
-        env["OPENBLAS_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(1, tasks)))
+    from nbcluster.runtime.math_threads import THREAD_VARS, core_share
+    if not any(name in env for name in THREAD_VARS):
+        env["OPENBLAS_NUM_THREADS"] = str(core_share(tasks))
 
 
 # -- spawning from one thread that lives as long as the process ----------------

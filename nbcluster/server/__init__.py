@@ -133,6 +133,7 @@ class Server:
         from nbcluster.rpc.server_core import ServerWorkerCache, bind_server
         from nbcluster.rpc.worker_client import GrpcWorkerClient
         from nbcluster.runtime.devices import local_devices
+        from nbcluster.runtime.math_threads import task_threads
 
         sd = self._server_def
         spec = ClusterSpec(sd.cluster)
@@ -142,8 +143,11 @@ class Server:
         devices = local_devices(job, task, dict(config.device_count),
                                 config.gpu_options.visible_device_list)
         self._cache = ServerWorkerCache(spec, (job, task))
+        # This task's share of the host's math threads, claimed while it serves.
+        self._math_threads = task_threads(spec, job, task, config)
+        self._math_claim = None
         self._worker = Worker(job, task, devices, peers=self._cache.get,
-                              connect=GrpcWorkerClient)
+                              connect=GrpcWorkerClient, parallelism=self._math_threads)
         self._cache.set_local(self._worker)
         self._master = Master((job, task), self._cache, config, connect=GrpcWorkerClient)
         self._grpc, bound = bind_server(host, port, self._master, self._worker)
@@ -171,11 +175,19 @@ class Server:
         if self._stopped.is_set():
             raise errors.FailedPreconditionError(None, None, "The server has been stopped")
         if not self._serving:
+            self._claim_math_threads()
             self._grpc.start()
             if self._data_plane is not None:
                 self._data_plane.start()
             self._serving = True
             _STARTED[self._target] = self
+
+    def _claim_math_threads(self) -> None:
+        from nbcluster.runtime import math_threads
+        if self._math_claim is None:
+            # finalize: a server dropped without stop() gives its share back too.
+            self._math_claim = weakref.finalize(self, math_threads.release,
+                                                math_threads.claim(self._math_threads))
 
     def join(self) -> None:
         """Blocks until the server stops."""
@@ -197,6 +209,8 @@ class Server:
         if self._data_plane is not None:
             self._data_plane.join()
         self._cache.close()
+        if self._math_claim is not None:
+            self._math_claim()
         self._stopped.set()
 
     def __enter__(self) -> "Server":
