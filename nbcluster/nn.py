@@ -1,14 +1,14 @@
 """tf.nn: the neural-network ops."""
-from nbcluster.ops.nn import (relu, sigmoid, softmax, softmax_cross_entropy_with_logits,
+from nbcluster.ops.nn import (bias_add, relu, sigmoid, softmax, softmax_cross_entropy_with_logits,
                               softmax_cross_entropy_with_logits_v2,
-                              sparse_softmax_cross_entropy_with_logits)
+                              sparse_softmax_cross_entropy_with_logits, xw_plus_b)
 from nbcluster.ops.math import tanh
 from nbcluster.ops.embedding import embedding_lookup
 from nbcluster.ops.sigmoid_losses import (sigmoid_cross_entropy_with_logits,
                                           weighted_cross_entropy_with_logits)
 from nbcluster.ops.loss_scaling import compute_average_loss
 
-__all__ = ["embedding_lookup", "relu", "sigmoid", "sigmoid_cross_entropy_with_logits", "softmax",
-           "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
-           "tanh", "weighted_cross_entropy_with_logits",
-           "compute_average_loss"]
+__all__ = ["bias_add", "compute_average_loss", "embedding_lookup", "relu", "sigmoid",
+           "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
+           "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
+           "tanh", "weighted_cross_entropy_with_logits", "xw_plus_b"]

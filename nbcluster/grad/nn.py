@@ -1,6 +1,6 @@
 """Gradient rules of the nn family: Relu, Sigmoid, Softmax, softmax cross-entropy
-(dense and sparse),
-and the backward ops ReluGrad, SigmoidGrad and TanhGrad themselves.
+(dense and sparse), BiasAdd, and the backward ops ReluGrad, SigmoidGrad,
+TanhGrad and BiasAddGrad themselves.
 
 Rule: where the forward op already computed what the gradient needs (the
 activation's output, the cross-entropy's backprop output), the rule uses it
@@ -14,6 +14,7 @@ from nbcluster.grad.registry import register_gradient
 from nbcluster.ops import math as m
 from nbcluster.ops import reduction
 from nbcluster.ops.fill import zeros_like
+from nbcluster.ops.nn import data_format_of
 from nbcluster.ops.shapes import expand_dims
 
 
@@ -96,3 +97,20 @@ def _sparse_xent_grad(op, grad_loss, grad_backprop):
         extra = _softmax_backward(softmax, grad_backprop)
         g_logits = extra if g_logits is None else m.add(g_logits, extra)
     return [g_logits, None]
+
+
+@register_gradient("BiasAdd")
+def _bias_add_grad(op, grad):
+    attrs = {"T": grad.dtype, "data_format": data_format_of(op)}
+    return [grad, grad.graph.create_op("BiasAddGrad", [grad], attrs,
+                                       name="BiasAddGrad").outputs[0]]
+
+
+@register_gradient("BiasAddGrad")
+def _bias_add_grad_grad(op, grad):
+    # BiasAddGrad sums over every axis but the channels': its gradient spreads
+    # grad back along them, which is BiasAdd onto zeros.
+    out_backprop = op.inputs[0]
+    attrs = {"T": grad.dtype, "data_format": data_format_of(op)}
+    return [out_backprop.graph.create_op("BiasAdd", [zeros_like(out_backprop), grad], attrs,
+                                         name="BiasAddGradGrad").outputs[0]]

@@ -1,5 +1,5 @@
 """Neural-net kernels on numpy (CPU) and cupy (GPU): Relu, Sigmoid, Softmax, cross-entropy
-(dense and sparse).
+(dense and sparse), BiasAdd and its gradient.
 
 Rule: every kernel is numerically stable over the whole float range (no
 overflow in exp) and never writes to its inputs.
@@ -126,5 +126,49 @@ def _sparse_softmax_xent(node, device):
         backprop = xp.exp(log_probs)
         backprop[rows, labels] -= 1
         return xp.asarray(loss, dtype=dtype), xp.asarray(backprop, dtype=dtype)
+
+    return quiet(xp, compute)
+
+
+# -- bias ------------------------------------------------------------------------------
+def _channel_axis(node, rank: int) -> int:
+    return 1 if node.attrs.get("data_format", "NHWC") == "NCHW" else rank - 1
+
+
+@register_kernel("BiasAdd", *DEVICES)
+def _bias_add(node, device):
+    xp = device.xp
+
+    def compute(ctx, value, bias):
+        least = 3 if node.attrs.get("data_format", "NHWC") == "NCHW" else 2
+        if value.ndim < least:
+            raise invalid(f"Input tensor must be at least {least}D: "
+                          f"{shape_str(value.shape)}", node)
+        axis = _channel_axis(node, value.ndim)
+        if bias.ndim != 1:
+            raise invalid(f"Biases must be 1D: {shape_str(bias.shape)}", node)
+        if bias.shape[0] != value.shape[axis]:
+            raise invalid(f"Must provide as many biases as the channel dimension of the "
+                          f"input tensor: {shape_str(bias.shape)} vs. "
+                          f"{shape_str(value.shape)}", node)
+        if axis != value.ndim - 1:
+            bias = bias.reshape((-1,) + (1,) * (value.ndim - axis - 1))
+        return (xp.add(value, bias),)
+
+    return quiet(xp, compute)
+
+
+@register_kernel("BiasAddGrad", *DEVICES)
+def _bias_add_grad(node, device):
+    xp = device.xp
+
+    def compute(ctx, grad):
+        least = 3 if node.attrs.get("data_format", "NHWC") == "NCHW" else 2
+        if grad.ndim < least:
+            raise invalid(f"Input tensor must be at least {least}D: "
+                          f"{shape_str(grad.shape)}", node)
+        axis = _channel_axis(node, grad.ndim)
+        others = tuple(i for i in range(grad.ndim) if i != axis)
+        return (xp.asarray(grad.sum(axis=others, dtype=grad.dtype)),)
 
     return quiet(xp, compute)

@@ -1,4 +1,5 @@
-"""Neural-net op constructors (tf.nn.relu, sigmoid, softmax, softmax cross-entropy).
+"""Neural-net op constructors (tf.nn.relu, sigmoid, softmax, softmax cross-entropy,
+bias_add and xw_plus_b).
 
 Rule: as in `ops/math.py`, dtypes and shapes are checked when the graph is
 built. A softmax over an axis other than the last is composed of math and
@@ -17,8 +18,9 @@ from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape, broadcast, unknown_shape
 from nbcluster.ops import math as math_ops
 from nbcluster.ops import array, reduction, shapes
-from nbcluster.ops.shape_inference import INDEX_TYPES, merge_shapes, shape_error
-from nbcluster.ops.math import FLOAT_COMPLEX, FLOATS, REAL, apply_op, check_dtype, \
+from nbcluster.ops.shape_inference import INDEX_TYPES, check_rank, merge_shapes, shape_error
+from nbcluster.ops.linalg import matmul
+from nbcluster.ops.math import FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, apply_op, check_dtype, \
     check_same_dtype, to_tensor
 
 
@@ -269,3 +271,108 @@ def _sparse_xent(graph, logits: Tensor, labels: Tensor, name: Optional[str]) -> 
     attrs = {"T": logits.dtype, "Tlabels": labels.dtype}
     return graph.create_op("SparseSoftmaxCrossEntropyWithLogits", [logits, labels], attrs,
                            name=name or "SparseSoftmaxCrossEntropyWithLogits").outputs[0]
+
+
+# -- bias_add, xw_plus_b -----------------------------------------------------------------
+DATA_FORMATS = ("NHWC", "NCHW")
+
+
+def data_format_of(op) -> str:
+    """An op's data_format attr ("NHWC" when a GraphDef left it out, as TF's default)."""
+    try:
+        fmt = op.get_attr("data_format")
+    except ValueError:
+        return "NHWC"
+    if fmt not in DATA_FORMATS:
+        raise ValueError(f"Invalid data format {fmt!r} for '{op.name}' (op: '{op.type}'): "
+                         f"expected one of {', '.join(DATA_FORMATS)}")
+    return fmt
+
+
+def _channel_axis(op, shape: TensorShape, fmt: str) -> Optional[int]:
+    """The channel axis of `shape` (last for NHWC, 1 for NCHW); checks the rank."""
+    least = 3 if fmt == "NCHW" else 2
+    if shape.rank is None:
+        return None
+    if shape.rank < least:
+        raise shape_error(op, f"Shape must be at least rank {least} but is rank {shape.rank}")
+    return 1 if fmt == "NCHW" else shape.rank - 1
+
+
+@register_op("BiasAdd")
+def _bias_add_shape(op):
+    value, bias = op.inputs
+    dtype = check_same_dtype(op, ("value", "bias"))
+    check_dtype(dtype, NUMERIC, "value")
+    axis = _channel_axis(op, value.shape, data_format_of(op))
+    check_rank(op, 1, 1)
+    if axis is None:
+        return [(dtype, unknown_shape())]
+    dims = value.shape.dims
+    channels = bias.shape[0] if bias.shape.rank == 1 else None
+    if dims[axis] is not None and channels is not None and dims[axis] != channels:
+        raise shape_error(op, f"Dimensions must be equal, but are {dims[axis]} and {channels}")
+    dims[axis] = channels if dims[axis] is None else dims[axis]
+    return [(dtype, TensorShape(dims))]
+
+
+@register_op("BiasAddGrad")
+def _bias_add_grad_shape(op):
+    grad = op.inputs[0]
+    check_dtype(grad.dtype, NUMERIC, "out_backprop")
+    axis = _channel_axis(op, grad.shape, data_format_of(op))
+    return [(grad.dtype, TensorShape([None if axis is None else grad.shape[axis]]))]
+
+
+def _format_arg(data_format) -> str:
+    """TF's reading of bias_add's data_format: None or N...C is NHWC, NC... is NCHW."""
+    if data_format is None:
+        return "NHWC"
+    if isinstance(data_format, bytes):
+        data_format = data_format.decode()
+    if data_format.startswith("NC"):
+        return "NCHW"
+    if data_format.startswith("N") and data_format.endswith("C"):
+        return "NHWC"
+    raise ValueError(f"data_format must be of the form `N...C` or `NC...`, got "
+                     f"{data_format!r}")
+
+
+def bias_add(value, bias, data_format=None, name=None) -> Tensor:
+    """value + bias along value's channel axis (op BiasAdd).
+
+    Args:
+      value: a numeric Tensor of rank >= 2 (>= 3 for NC... formats).
+      bias: a vector, one entry per channel, of value's dtype.
+      data_format: None or "N...C" (channels last, the default), or "NC..."
+        (channels at axis 1).
+    Returns: a Tensor of value's dtype and shape.
+    Raises: ValueError for a malformed data_format, too low a rank or a bias of
+      the wrong length; TypeError for mismatched dtypes.
+
+    Example:
+      >>> bias_add(constant([[1., 2.]]), constant([10., 20.])).shape
+      TensorShape([1, 2])
+    """
+    fmt = _format_arg(data_format)
+    graph = graph_of(value, bias)
+    with graph.as_default(), graph.name_scope(name or "BiasAdd") as scope:
+        value = convert_to_tensor(value, name="input", graph=graph)
+        bias = to_tensor(bias, value.dtype, "bias", graph)
+        return graph.create_op("BiasAdd", [value, bias], {"T": value.dtype, "data_format": fmt},
+                               name=scope).outputs[0]
+
+
+def xw_plus_b(x, weights, biases, name=None) -> Tensor:
+    """matmul(x, weights) + biases (ops MatMul, BiasAdd), as tf.compat.v1.nn.xw_plus_b.
+
+    Example:
+      >>> xw_plus_b(constant([[1., 2.]]), constant([[1.], [1.]]), constant([0.5])).shape
+      TensorShape([1, 1])
+    """
+    graph = graph_of(x, weights, biases)
+    with graph.as_default(), graph.name_scope(name or "xw_plus_b") as scope:
+        x = convert_to_tensor(x, name="x", graph=graph)
+        weights = to_tensor(weights, x.dtype, "weights", graph)
+        biases = to_tensor(biases, x.dtype, "biases", graph)
+        return bias_add(matmul(x, weights), biases, name=scope)

@@ -127,11 +127,16 @@ CASES = {
     "SoftmaxCrossEntropyWithLogits-broadcast": (
         lambda labels, logits: tf.nn.softmax_cross_entropy_with_logits_v2(
             labels=labels, logits=logits), [probs(3), u(2, 3)]),
+    "BiasAdd": (lambda x, b: tf.nn.bias_add(x, b), [u(2, 3), u(3)]),
+    "BiasAdd-NCHW": (lambda x, b: tf.nn.bias_add(x, b, data_format="NCHW"), [u(2, 3, 2), u(3)]),
     # backward ops, through second derivatives
     "ReluGrad": (second_order(tf.nn.relu), [away_from_zero(2, 3)]),
     "SigmoidGrad": (second_order(tf.nn.sigmoid), [u(2, 3)]),
     "TanhGrad": (second_order(tf.tanh), [u(2, 3)]),
     "SoftmaxGrad": (second_order(tf.nn.softmax), [u(2, 3)]),
+    "BiasAddGrad": (lambda g: tf.get_default_graph().create_op(
+        "BiasAddGrad", [g], {"T": g.dtype, "data_format": "NHWC"}).outputs[0] * [1.0, -2.0, 3.0],
+        [u(2, 3)]),
 }
 
 # Cast goes through float32, so its differences are coarser.

@@ -247,3 +247,74 @@ def test_sparse_xent_errors_name_the_label():
         tf.nn.sparse_softmax_cross_entropy_with_logits([0], [[1.0]])
     with pytest.raises(TypeError, match="'labels' has DataType float32"):
         tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0.0], logits=[[1.0]])
+
+
+# -- bias_add, xw_plus_b ---------------------------------------------------------------
+@pytest.mark.parametrize("dtype", FLOATS + [np.int32])
+def test_bias_add_channels_last(dtype):
+    x = (RNG.normal(size=(2, 3, 4)) * 4).astype(dtype)
+    b = (RNG.normal(size=4) * 4).astype(dtype)
+    t = tf.nn.bias_add(tf.constant(x), tf.constant(b))
+    assert t.op.type == "BiasAdd" and t.op.name == "BiasAdd"
+    assert t.op.get_attr("data_format") == "NHWC" and t.shape.as_list() == [2, 3, 4]
+    check(run(t), x + b, dtype)
+
+
+def test_bias_add_channels_first():
+    x, b = RNG.normal(size=(2, 3, 4, 5)), RNG.normal(size=3)
+    t = tf.nn.bias_add(tf.constant(x), tf.constant(b), data_format="NCHW")
+    assert t.op.get_attr("data_format") == "NCHW"
+    check(run(t), x + b[:, None, None], np.float64)
+    assert tf.nn.bias_add(tf.constant(x), tf.constant(b), data_format="NCDHW") \
+        .op.get_attr("data_format") == "NCHW"  # TF reads any NC... as NCHW
+
+
+def test_bias_add_fills_the_channel_dimension_from_the_bias():
+    x = tf.placeholder(tf.float32, [None, None])
+    assert tf.nn.bias_add(x, tf.zeros([7])).shape.as_list() == [None, 7]
+    assert tf.nn.bias_add(tf.placeholder(tf.float32), tf.zeros([7])).shape.rank is None
+
+
+@pytest.mark.parametrize("shape, bias, fmt, message", [
+    ([3], [3], None, "Shape must be at least rank 2 but is rank 1"),
+    ([2, 4], [3], None, "Dimensions must be equal, but are 4 and 3"),
+    ([2, 3], [3], "NCHW", "Shape must be at least rank 3 but is rank 2"),
+    ([2, 3], [1, 3], None, "Shape must be rank 1 but is rank 2"),
+])
+def test_bias_add_build_time_errors(shape, bias, fmt, message):
+    with pytest.raises(ValueError, match=message):
+        tf.nn.bias_add(tf.zeros(shape), tf.zeros(bias), data_format=fmt)
+
+
+def test_bias_add_rejects_a_malformed_data_format_and_mismatched_dtypes():
+    with pytest.raises(ValueError, match="data_format must be of the form `N...C` or `NC...`"):
+        tf.nn.bias_add(tf.zeros([2, 3]), tf.zeros([3]), data_format="XYZ")
+    with pytest.raises(TypeError):
+        tf.nn.bias_add(tf.zeros([2, 3]), tf.zeros([3], tf.float64))
+
+
+def test_bias_add_run_time_length_mismatch_is_invalid_argument():
+    x, b = tf.placeholder(tf.float32), tf.placeholder(tf.float32)
+    with pytest.raises(errors.InvalidArgumentError, match=r"as many biases .* \[3\] vs. \[2,4\]"):
+        run(tf.nn.bias_add(x, b), {x: np.zeros((2, 4)), b: np.zeros(3)})
+
+
+def test_bias_add_grad_sums_all_but_the_channel_axis():
+    g = RNG.normal(size=(2, 3, 4))
+    graph = tf.get_default_graph()
+    nhwc = graph.create_op("BiasAddGrad", [tf.constant(g)],
+                           {"T": tf.float64, "data_format": "NHWC"}).outputs[0]
+    nchw = graph.create_op("BiasAddGrad", [tf.constant(g)],
+                           {"T": tf.float64, "data_format": "NCHW"}).outputs[0]
+    assert nhwc.shape.as_list() == [4] and nchw.shape.as_list() == [3]
+    got = run([nhwc, nchw])
+    check(got[0], g.sum(axis=(0, 1)), np.float64)
+    check(got[1], g.sum(axis=(0, 2)), np.float64)
+
+
+def test_xw_plus_b_is_matmul_then_bias_add():
+    x, w, b = RNG.normal(size=(5, 3)), RNG.normal(size=(3, 2)), RNG.normal(size=2)
+    t = tf.nn.xw_plus_b(tf.constant(x), tf.constant(w), tf.constant(b))
+    assert t.op.type == "BiasAdd" and t.op.name == "xw_plus_b"
+    assert t.op.inputs[0].op.type == "MatMul" and t.op.inputs[0].op.name == "xw_plus_b/MatMul"
+    check(run(t), x @ w + b, np.float64)
