@@ -1,0 +1,227 @@
+"""One task process of benchmarks/vs_tensorflow.py, as a user's script would run it.
+
+`--impl nb` imports nbcluster as tf, `--impl tf` imports tensorflow.compat.v1
+as tf (graph mode, TF1 behaviour); neither process imports the other library,
+and the graphs below are the same code for both. Roles:
+
+- `ps`: `server = tf.train.Server(cluster, "ps", 0)`, then `server.join()`.
+- `worker`: `server = tf.train.Server(cluster, "worker", i)` and
+  `tf.Session(server.target)` in this process; runs the measurements named
+  by `--measure` (train, transfer, hop) and prints one JSON line.
+- `single`: the MLP trained through `tf.Session()`, no server.
+- `serve`: a one-task cluster's server only (for `client`).
+- `client`: `tf.Session("grpc://...")` of a `serve` process: the tiny run.
+- `start`: in a warm process (library imported, one local run done), the
+  time from `tf.train.Server(...)` to the first result through it.
+
+Every process prints exactly one JSON line of results on stdout (a ps or a
+serving task prints its readiness line and then blocks until killed).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+BATCH, INPUTS, HIDDEN, CLASSES, LR = 128, 784, 256, 10, 0.1
+WARMUP = 5
+
+
+def _load(impl: str):
+    if impl == "tf":
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        import tensorflow.compat.v1 as tf
+        tf.disable_v2_behavior()
+        tf.logging.set_verbosity(tf.logging.ERROR)
+        return tf
+    import nbcluster as tf
+    return tf
+
+
+def _batches(n: int, seed: int) -> list:
+    rng = np.random.default_rng(seed)
+    protos = (rng.random((CLASSES, INPUTS)) < 0.25).astype(np.float32)
+    out = []
+    for _ in range(n):
+        label = rng.integers(0, CLASSES, BATCH)
+        x = protos[label] + rng.normal(size=(BATCH, INPUTS)).astype(np.float32)
+        out.append((x.astype(np.float32), np.eye(CLASSES, dtype=np.float32)[label]))
+    return out
+
+
+def _mlp(tf, global_step):
+    """The 784 -> 256 -> 10 MLP, softmax cross-entropy, plain SGD (as TF1's MNIST example)."""
+    x = tf.placeholder(tf.float32, [None, INPUTS], name="x")
+    labels = tf.placeholder(tf.float32, [None, CLASSES], name="labels")
+    hid_w = tf.Variable(tf.truncated_normal([INPUTS, HIDDEN], stddev=1 / math.sqrt(INPUTS),
+                                            seed=1), name="hid_w")
+    hid_b = tf.Variable(tf.zeros([HIDDEN]), name="hid_b")
+    sm_w = tf.Variable(tf.truncated_normal([HIDDEN, CLASSES], stddev=1 / math.sqrt(HIDDEN),
+                                           seed=2), name="sm_w")
+    sm_b = tf.Variable(tf.zeros([CLASSES]), name="sm_b")
+    hid = tf.nn.relu(tf.matmul(x, hid_w) + hid_b)
+    logits = tf.matmul(hid, sm_w) + sm_b
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels,
+                                                                     logits=logits))
+    train = tf.train.GradientDescentOptimizer(LR).minimize(loss, global_step=global_step)
+    return x, labels, loss, train
+
+
+def _wait_until(predicate, what: str) -> None:
+    deadline = time.monotonic() + 120
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} not reached in 120 s")
+        time.sleep(0.01)
+
+
+def _train(tf, target: str, cluster, task: int, steps: int) -> dict:
+    """Between-graph training on the ps; the workers start together (a counter on the ps)."""
+    workers = cluster.num_tasks("worker")
+    with tf.Graph().as_default():
+        with tf.device(tf.train.replica_device_setter(
+                worker_device=f"/job:worker/task:{task}", cluster=cluster)):
+            step = tf.train.get_or_create_global_step()
+            x, labels, loss, train = _mlp(tf, step)
+            ready = tf.Variable(0, trainable=False, name="bench_ready")
+            mark_ready = ready.assign_add(1)
+        inited = [tf.is_variable_initialized(v) for v in tf.global_variables()]
+        init = tf.global_variables_initializer()
+        with tf.Session(target) as s:
+            if task == 0:
+                s.run(init)
+            _wait_until(lambda: all(s.run(inited)), "variables initialized")
+            feeds = [{x: bx, labels: by} for bx, by in _batches(steps + WARMUP, seed=task)]
+            for feed in feeds[:WARMUP]:
+                s.run(train, feed)
+            s.run(mark_ready)
+            _wait_until(lambda: s.run(ready) >= workers, "the start barrier")
+            start = time.time()
+            for feed in feeds[WARMUP:]:
+                s.run(train, feed)
+            end = time.time()
+            last = float(s.run(loss, feeds[-1]))
+    return {"start": start, "end": end, "steps": steps, "loss": last}
+
+
+def _transfer(tf, target: str, sizes: list, reps: int) -> dict:
+    """ps -> worker GB/s: a variable on the ps consumed by identity(v).op on the worker."""
+    out = {}
+    for mib in sizes:
+        n = mib * 2 ** 20 // 4
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(tf.zeros([n], tf.float32), name=f"blob{mib}")
+            with tf.device("/job:worker/task:0"):
+                pull = tf.identity(v).op
+            with tf.Session(target) as s:
+                s.run(v.initializer)
+                times = []
+                for i in range(reps + 2):
+                    t0 = time.perf_counter()
+                    s.run(pull)
+                    if i >= 2:
+                        times.append(time.perf_counter() - t0)
+        out[f"{mib}MiB"] = n * 4 / statistics.median(times) / 1e9
+    return out
+
+
+def _tiny(tf, target: str, device, reps: int) -> float:
+    """Median µs of a fed `x + 1` on float32[4], placed on `device` (None: the master's)."""
+    with tf.Graph().as_default():
+        with tf.device(device):
+            x = tf.placeholder(tf.float32, [4])
+            y = x + 1
+        feed = {x: np.arange(4, dtype=np.float32)}
+        with tf.Session(target) as s:
+            for _ in range(20):
+                s.run(y, feed)
+            times = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                s.run(y, feed)
+                times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e6
+
+
+def _single(tf, steps: int) -> dict:
+    with tf.Graph().as_default():
+        step = tf.train.get_or_create_global_step()
+        x, labels, loss, train = _mlp(tf, step)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            feeds = [{x: bx, labels: by} for bx, by in _batches(steps + WARMUP, seed=0)]
+            for feed in feeds[:WARMUP]:
+                s.run(train, feed)
+            start = time.perf_counter()
+            for feed in feeds[WARMUP:]:
+                s.run(train, feed)
+            seconds = time.perf_counter() - start
+    return {"steps_per_s": steps / seconds}
+
+
+def _start(tf, address: str) -> dict:
+    with tf.Graph().as_default():  # warm: the library imported and one local run done
+        x = tf.placeholder(tf.float32, [4])
+        y = x + 1
+        feed = {x: np.arange(4, dtype=np.float32)}
+        with tf.Session() as s:
+            s.run(y, feed)
+        t0 = time.perf_counter()
+        server = tf.train.Server(tf.train.ClusterSpec({"worker": [address]}),
+                                 job_name="worker", task_index=0)
+        with tf.Session(server.target) as s:
+            s.run(y, feed)
+        took = time.perf_counter() - t0
+    return {"ms": took * 1e3, "server": server}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--impl", choices=("nb", "tf"), required=True)
+    p.add_argument("--role", required=True,
+                   choices=("ps", "worker", "single", "serve", "client", "start"))
+    p.add_argument("--cluster", default="{}")
+    p.add_argument("--task", type=int, default=0)
+    p.add_argument("--measure", default="train")
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--reps", type=int, default=200)
+    p.add_argument("--target", default="")
+    args = p.parse_args()
+    tf = _load(args.impl)
+    cluster = tf.train.ClusterSpec(json.loads(args.cluster)) if args.cluster != "{}" else None
+    result: dict = {"impl": args.impl, "role": args.role, "task": args.task}
+    if args.role in ("ps", "serve"):
+        job = "ps" if args.role == "ps" else "worker"
+        server = tf.train.Server(cluster, job_name=job, task_index=0)
+        print(json.dumps({"ready": server.target}), flush=True)
+        server.join()
+        return
+    if args.role == "worker":
+        server = tf.train.Server(cluster, job_name="worker", task_index=args.task)
+        for what in args.measure.split(","):
+            if what == "train":
+                result["train"] = _train(tf, server.target, cluster, args.task, args.steps)
+            elif what == "transfer":
+                result["transfer"] = _transfer(tf, server.target, [1, 64], max(3, args.reps // 20))
+            elif what == "hop":
+                result["hop_us"] = _tiny(tf, server.target, "/job:ps/task:0", args.reps)
+    elif args.role == "single":
+        result.update(_single(tf, args.steps))
+    elif args.role == "client":
+        result["tiny_us"] = _tiny(tf, args.target, None, args.reps)
+    elif args.role == "start":
+        result["start_ms"] = _start(tf, args.target)["ms"]
+    print(json.dumps(result), flush=True)
+    sys.stdout.flush()
+    os._exit(0)  # a TF server cannot be stopped; nothing is left to flush
+
+
+if __name__ == "__main__":
+    main()
