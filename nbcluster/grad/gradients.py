@@ -88,9 +88,10 @@ class _Builder:
     def __init__(self, graph, colocate: bool, gate: bool) -> None:
         self.graph, self.colocate, self.gate = graph, colocate, gate
         self.grads: dict = {}  # Tensor -> [gradient tensors]; summed when first read
+        self.between: set = set()  # the ops on a path from some x to some y
 
     def run(self, ys: list, xs: list, grad_ys: list, stops: list) -> list:
-        between = _ops_between(ys, xs)
+        between = self.between = _ops_between(ys, xs)
         stop_ops = {t.op for t in stops}
         for i, (y, gy) in enumerate(zip(ys, grad_ys)):
             self.grads.setdefault(y, []).append(self._initial_grad(y, gy, i))
@@ -143,6 +144,10 @@ class _Builder:
             if len(in_grads) != len(op.inputs):
                 raise ValueError(f"The gradient of op '{op.name}' ({op.type}) has "
                                  f"{len(in_grads)} entries for {len(op.inputs)} inputs")
+            # An input off every path from xs (a placeholder's feed) needs no
+            # gradient: left out of the gate, its branch (MatMul's dx) never runs.
+            in_grads = [g if t.op in self.between else None
+                        for t, g in zip(op.inputs, in_grads)]
             if self.gate and sum(g is not None for g in in_grads) > 1:
                 in_grads = gate_tuple(in_grads)
         for t, g in zip(op.inputs, in_grads):

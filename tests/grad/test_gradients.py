@@ -167,3 +167,29 @@ def test_public_names():
 
     assert tf.gradients is gradients and tf.GradientTape is GradientTape
     assert tf.stop_gradient and tf.add_n and tf.RegisterGradient and tf.NotDifferentiable
+
+
+def _ops_needed(tensors) -> set:
+    """Every op a run of `tensors` executes: inputs and control inputs, transitively."""
+    seen, stack = set(), [t.op for t in tensors]
+    while stack:
+        op = stack.pop()
+        if op not in seen:
+            seen.add(op)
+            stack.extend([t.op for t in op.inputs] + op.control_inputs)
+    return seen
+
+
+def test_a_feed_off_every_path_from_xs_gets_no_gradient_branch_even_gated():
+    # Training's x @ w: the gradient into the placeholder x (a second MatMul as
+    # large as the forward one) must not run, also under GATE_OP's tuple.
+    x = tf.placeholder(tf.float32, [4, 3])
+    w = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2))
+    loss = tf.reduce_sum(tf.matmul(x, w))
+    (gated,) = tf.gradients(loss, [w], gate_gradients=True)
+    matmuls = [op for op in _ops_needed([gated]) if op.type == "MatMul"]
+    assert len(matmuls) == 1  # x^T @ dy; not dy @ w^T
+    value = np.ones((4, 3), np.float32)
+    with tf.Session() as sess:
+        sess.run(w.initializer)
+        np.testing.assert_allclose(sess.run(gated, {x: value}), value.T @ np.ones((4, 2)))
