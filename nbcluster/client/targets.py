@@ -27,7 +27,9 @@ def local_master(config=None):
     from nbcluster.distributed.transport import LocalWorkerCache
     from nbcluster.distributed.worker import Worker
     from nbcluster.runtime.devices import local_devices
+    from nbcluster.runtime.malloc_reuse import keep_freed_memory
 
+    keep_freed_memory()
     config = config or config_pb2.ConfigProto()
     devices = local_devices("localhost", 0, dict(config.device_count),
                             config.gpu_options.visible_device_list)

@@ -1,8 +1,9 @@
 """Kernels of the fused optimizer updates, dense and sparse (numpy on CPU, cupy on GPU).
 
-Rule: as Assign and AssignSub do, an update replaces each VariableResource's
-array with a new one and never writes into the old, since a fetch or a Send
-may still hold it. With use_locking the variable's (and its slots') locks are
+Rule: an update writes into a VariableResource's array only while nothing
+else holds it (`VariableResource.sole_array`: no fetch, Send or step input);
+otherwise, as Assign and AssignSub do, it replaces the array with a new one,
+since a fetch or a Send may still hold the old. With use_locking the variable's (and its slots') locks are
 held from the first read to the last write, so concurrent updates serialize;
 without it, racing updates may overwrite each other, as in TF. A sparse
 update visits its indices in order, one row at a time, as TF's kernels do:
@@ -11,6 +12,8 @@ a repeated index is updated twice, the second time from the first's result.
 from __future__ import annotations
 
 import contextlib
+
+import numpy as np
 
 from nbcluster import errors
 from nbcluster.kernels.math import quiet
@@ -21,6 +24,16 @@ DEVICES = ("CPU", "GPU")
 
 def _gradient_descent(xp, attrs, var, alpha, delta):
     return (var - alpha * delta,)
+
+
+def _gradient_descent_in_place(scratch, var, alpha, delta) -> None:
+    # No temporary: a fresh 800 KB block per step is a fresh mmap's page faults.
+    np.multiply(delta, alpha, out=scratch)
+    np.subtract(var, scratch, out=var)
+
+
+# op type -> its rule writing into the variable's own array (numpy only)
+_IN_PLACE = {"ApplyGradientDescent": _gradient_descent_in_place}
 
 
 def _momentum(xp, attrs, var, accum, lr, grad, momentum):
@@ -63,6 +76,35 @@ def _locked(refs: list, use_locking: bool):
     return stack
 
 
+def _checked_dtype(node, refs: list, grad):
+    """The variable's dtype, once every ref's shape is the gradient's."""
+    for name, ref in zip(("var", "accum" if len(refs) == 2 else "m", "v"), refs):
+        shape = tuple(ref.read().shape)
+        if shape != tuple(grad.shape):
+            raise errors.InvalidArgumentError(
+                None, None, f"{name} and grad do not have the same shape"
+                            f"{list(shape)} {list(grad.shape)}", node_name=node.name)
+    return refs[0].read().dtype
+
+
+def _updated_in_place(update, scratch: dict, ref, rest: list, dtype) -> bool:
+    """Runs `update` in `ref`'s own array if nothing else holds it; whether it did.
+
+    `scratch` is the kernel's: one work array per shape, reused every step
+    (the variable's lock, held meanwhile, serializes the node's updates).
+    """
+    if any(getattr(r, "dtype", dtype) != dtype for r in rest):
+        return False  # a promotion would change the result's dtype: replace instead
+    with ref.sole_array() as var:
+        if var is None:
+            return False
+        work = scratch.get(var.shape)
+        if work is None or work.dtype != var.dtype:
+            work = scratch[var.shape] = np.empty_like(var)
+        update(work, var, *rest)
+        return True
+
+
 def _factory(op_type: str):
     rule, n_refs, grad_index = _RULES[op_type]
 
@@ -70,20 +112,17 @@ def _factory(op_type: str):
         xp = device.xp
         attrs = dict(node.attrs)
         use_locking = bool(attrs.get("use_locking", False))
+        in_place = _IN_PLACE.get(op_type) if xp is np else None
+        scratch: dict = {}
 
         def compute(ctx, *inputs):
             refs, rest = list(inputs[:n_refs]), list(inputs[n_refs:])
             with _locked(refs, use_locking):
+                dtype = _checked_dtype(node, refs, inputs[grad_index])
+                if in_place is not None and _updated_in_place(in_place, scratch, refs[0], rest,
+                                                                 dtype):
+                    return (refs[0],)
                 current = [ref.read() for ref in refs]
-                grad = inputs[grad_index]
-                for name, value in zip(("var", "accum" if n_refs == 2 else "m", "v"),
-                                       current):
-                    if tuple(value.shape) != tuple(grad.shape):
-                        raise errors.InvalidArgumentError(
-                            None, None, f"{name} and grad do not have the same shape"
-                                        f"{list(value.shape)} {list(grad.shape)}",
-                            node_name=node.name)
-                dtype = current[0].dtype
                 new = rule(xp, attrs, *current, *rest)
                 for ref, value in zip(refs, new):
                     ref.write(xp.asarray(value, dtype=dtype))
@@ -125,6 +164,8 @@ def _sparse_factory(op_type: str):
         xp = device.xp
         attrs = dict(node.attrs)
         use_locking = bool(attrs.get("use_locking", False))
+        in_place = _IN_PLACE.get(op_type) if xp is np else None
+        scratch: dict = {}
 
         def compute(ctx, var_ref, accum_ref, lr, grad, indices, *momentum):
             with _locked([var_ref, accum_ref], use_locking):

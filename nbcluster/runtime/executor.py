@@ -70,6 +70,19 @@ class Executor:
             for p in preds:
                 succ[p].add(i)
             self.kernels[i] = make_kernel(node, device)
+        # A value is dropped once its last consumer ran, so a variable's array
+        # that only this step read can be updated in place (kernels/training.py).
+        self.uses = [0] * n
+        last = [-1] * n
+        for i, wiring in enumerate(self.inputs):
+            for src, _, _ in wiring:
+                self.uses[src] += 1
+                last[src] = i
+        release: list = [[] for _ in range(n)]
+        for src, i in enumerate(last):
+            if i >= 0:
+                release[i].append(src)
+        self.release_after = [tuple(r) for r in release]  # in topological order
         self.successors = [tuple(sorted(s)) for s in succ]
         self.pending = pending
         self.roots = [i for i in range(n) if pending[i] == 0]
@@ -94,9 +107,12 @@ class Executor:
         try:
             if not self.any_blocking and (self.parallelism == 1 or self._costly() <= 1):
                 values: list = [None] * len(self.nodes)
+                release = self.release_after
                 for i in range(len(self.nodes)):
                     if not self._execute(i, values, ctx, stats):
                         break
+                    for src in release[i]:
+                        values[src] = None
             else:
                 _StepRun(self, ctx, stats, held).run()
         finally:
@@ -139,6 +155,7 @@ class _StepRun:
         self.flush = ctx.rendezvous.flush if held else _nothing
         self.values: list = [None] * len(plan.nodes)
         self.pending = list(plan.pending)
+        self.uses = list(plan.uses)  # consumers of each value yet to run
         self.lock = threading.Lock()
         self.inline: list = []             # ready nodes this chain runs itself
         self.ready: collections.deque = collections.deque()  # worth a thread of their own
@@ -272,6 +289,11 @@ class _StepRun:
         with self.lock:
             if not ok:
                 return None
+            values, uses = self.values, self.uses
+            for src, _, _ in plan.inputs[i]:
+                uses[src] -= 1
+                if not uses[src]:
+                    values[src] = None
             for s in plan.successors[i]:
                 self.pending[s] -= 1
                 if self.pending[s] == 0:

@@ -5,8 +5,10 @@ so every session and graph on a task that names the same variable shares it.
 """
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 import numpy as np
 
@@ -14,14 +16,16 @@ from nbcluster import errors
 
 
 class VariableResource:
-    """A variable's current value. Updates replace the array, never mutate it,
-    so a value handed out (a fetch, a Send) stays a consistent snapshot."""
+    """A variable's current value. An update replaces the array, or writes into
+    it only while nothing but this variable holds it (`sole_array`), so a value
+    handed out (a fetch, a Send, a step's input) stays a consistent snapshot."""
 
     def __init__(self, name: str, dtype, shape) -> None:
         self.name = name
         self.dtype = dtype
         self.shape = shape
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # use_locking's: held by a whole update
+        self._swap = threading.Lock()  # a reader never takes an array being written
         self._value = None
 
     @property
@@ -29,7 +33,8 @@ class VariableResource:
         return self._value is not None
 
     def read(self):
-        value = self._value
+        with self._swap:
+            value = self._value
         if value is None:
             raise errors.FailedPreconditionError(
                 None, None, f"Attempting to use uninitialized value {self.name}")
@@ -38,7 +43,27 @@ class VariableResource:
     def write(self, value) -> None:
         if isinstance(value, np.ndarray):
             value.flags.writeable = False
-        self._value = value
+        with self._swap:
+            self._value = value
+
+    @contextlib.contextmanager
+    def sole_array(self) -> Iterator[Optional[np.ndarray]]:
+        """Yields the array, writable, when no one but this variable holds it
+        (no fetch, Send, view or step input: CPython's reference count says so),
+        so an update may write into it; else None. Readers wait meanwhile."""
+        with self._swap:
+            value = self._value
+            # The references: self._value, `value`, and getrefcount's argument.
+            if type(value) is np.ndarray and value.base is None and \
+                    sys.getrefcount(value) <= 3:
+                value.flags.writeable = True
+                try:
+                    yield value
+                finally:
+                    value.flags.writeable = False
+            else:
+                value = None
+                yield None
 
 
 class ResourceMgr:

@@ -133,8 +133,10 @@ class Server:
         from nbcluster.rpc.server_core import ServerWorkerCache, bind_server
         from nbcluster.rpc.worker_client import GrpcWorkerClient
         from nbcluster.runtime.devices import local_devices
+        from nbcluster.runtime.malloc_reuse import keep_freed_memory
         from nbcluster.runtime.math_threads import task_threads
 
+        keep_freed_memory()
         sd = self._server_def
         spec = ClusterSpec(sd.cluster)
         job, task = sd.job_name, sd.task_index

@@ -41,6 +41,7 @@ from typing import NoReturn, Optional
 from nbcluster import errors
 from nbcluster.server import Server, make_server_def, ready_line
 from nbcluster.server.environment import task_from_environment
+from nbcluster.runtime.malloc_reuse import keep_freed_memory
 from nbcluster.server.options import load_cluster, load_config
 
 PROG = "nbcluster.server"
@@ -132,27 +133,6 @@ def _watch_parent(stop: _StopRequest, expected: int) -> None:
     threading.Thread(target=watch, name="nbcluster-parent-watch", daemon=True).start()
 
 
-def _keep_freed_memory() -> None:
-    """Lets glibc's malloc keep freed blocks of up to 32 MiB for reuse.
-
-    A task receives tensors of the same sizes every step. By default each
-    large receive buffer is a fresh mmap, given back on free: moving 1 MiB
-    then cost ~300 page faults and about a millisecond of CPU per step.
-    A GLIBC_TUNABLES setting of the user's wins; not glibc: nothing to do.
-    """
-    tunables = os.environ.get("GLIBC_TUNABLES", "")
-    if "mmap_threshold" in tunables or "trim_threshold" in tunables:
-        return
-    try:
-        import ctypes
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    mallopt(m_mmap_threshold, 32 << 20)  # glibc's largest allowed value
-    mallopt(m_trim_threshold, 256 << 20)
-
-
 def _cluster_and_task(args: argparse.Namespace) -> tuple:
     """(cluster, job, task) from --cluster/--job/--task or from --from-env."""
     if args.from_env:
@@ -177,7 +157,7 @@ def main(argv: Optional[list] = None) -> int:
         signal.signal(sig, stop.set)
     if args.exit_with_parent is not None:  # first: a parent may die while we parse
         _watch_parent(stop, args.exit_with_parent)
-    _keep_freed_memory()
+    keep_freed_memory()  # Server does it too; here before anything is allocated
     try:
         server_def = make_server_def(*_cluster_and_task(args), args.protocol,
                                      load_config(args.config))

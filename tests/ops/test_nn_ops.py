@@ -318,3 +318,19 @@ def test_xw_plus_b_is_matmul_then_bias_add():
     assert t.op.type == "BiasAdd" and t.op.name == "xw_plus_b"
     assert t.op.inputs[0].op.type == "MatMul" and t.op.inputs[0].op.name == "xw_plus_b/MatMul"
     check(run(t), x @ w + b, np.float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_relu_grad_is_the_gradient_times_the_mask_as_tf(dtype):
+    features = np.array([-1, 0, 3, -2], dtype)
+    grads = np.array([5, 6, 7, 8], dtype)
+    g = tf.get_default_graph().create_op(
+        "ReluGrad", [tf.constant(grads), tf.constant(features)], {"T": tf.as_dtype(dtype)})
+    check(run(g.outputs[0]), np.array([0, 0, 7, 0], dtype), dtype)
+
+
+def test_relu_grad_of_inf_or_nan_where_features_are_not_positive_is_nan_as_tf():
+    g = tf.get_default_graph().create_op(
+        "ReluGrad", [tf.constant([np.inf, np.nan, 2.0]), tf.constant([-1.0, -1.0, 3.0])],
+        {"T": tf.float32})
+    np.testing.assert_array_equal(run(g.outputs[0]), [np.nan, np.nan, 2.0])
