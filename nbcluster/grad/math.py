@@ -2,10 +2,13 @@
 `unbroadcast`, which every broadcasting rule uses.
 
 Rule: a gradient has its input's dtype and shape. Broadcast dimensions are
-summed away: from static shapes when both are fully known, else at run time
+summed away: from static shapes when they decide it (both fully known, or an
+unknown dimension the other operand does not broadcast), else at run time
 with Shape + BroadcastGradientArgs + Sum + Reshape, as TF builds it.
 """
 from __future__ import annotations
+
+from typing import Optional
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.operation import Tensor
@@ -20,8 +23,14 @@ _DIFFERENTIABLE = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.comple
                    dtypes.complex128)
 
 
-def unbroadcast(grad: Tensor, x: Tensor) -> Tensor:
-    """`grad` (of a broadcast result's shape) summed down to `x`'s shape."""
+def unbroadcast(grad: Tensor, x: Tensor, other: Optional[Tensor] = None) -> Tensor:
+    """`grad` (of a broadcast result's shape) summed down to `x`'s shape.
+
+    `other`, the operand `x` was broadcast against, lets the axes be found
+    from static shapes with an unknown batch dimension too (TF's
+    SmartBroadcastGradientArgs): `matmul(x, w) + b` then needs no run-time
+    shape ops.
+    """
     gs, xs = grad.shape, x.shape
     if gs.is_fully_defined() and xs.is_fully_defined():
         if gs.as_list() == xs.as_list():
@@ -29,14 +38,48 @@ def unbroadcast(grad: Tensor, x: Tensor) -> Tensor:
         axes, _ = static_reduction_axes(xs.as_list(), gs.as_list())
         summed = reduce_sum(grad, axes) if axes.size else grad
         return shapes.reshape(summed, xs.as_list())
+    axes = _static_axes(x, other) if other is not None and gs.rank is not None else None
+    if axes is not None:
+        if not axes:
+            return grad
+        summed = reduce_sum(grad, axes)
+        if axes == list(range(gs.rank - xs.rank)):  # only leading axes: x's shape already
+            return summed
+        return shapes.reshape(summed, xs.as_list() if xs.is_fully_defined()
+                              else shapes.shape(x))
     x_shape = shapes.shape(x)
     axes, _ = broadcast_gradient_args(x_shape, shapes.shape(grad))
     return shapes.reshape(reduce_sum(grad, axes), x_shape)
 
 
+def _static_axes(x: Tensor, other: Tensor) -> Optional[list]:
+    """The axes of broadcast(x, other) that x's gradient sums, if the static shapes
+    decide them (an unknown dimension is fine where `other` has none or a 1)."""
+    xs, ys = x.shape, other.shape
+    if xs.rank is None or ys.rank is None:
+        return None
+    rank = max(xs.rank, ys.rank)
+    xd = [1] * (rank - xs.rank) + xs.as_list()
+    yd = [1] * (rank - ys.rank) + ys.as_list()
+    axes = list(range(rank - xs.rank))
+    for i in range(rank - xs.rank, rank):
+        a, c = xd[i], yd[i]
+        if a is not None and a != 1:
+            continue  # x's own extent: never summed
+        if a is None:
+            if c == 1:
+                continue  # the result takes x's extent
+            return None  # x may be a broadcast 1
+        if c is None:
+            return None  # a == 1: summed unless other's extent is 1 too
+        if c != 1:
+            axes.append(i)
+    return axes
+
+
 def _pair(op, gx: Tensor, gy: Tensor) -> list:
     x, y = op.inputs
-    return [unbroadcast(gx, x), unbroadcast(gy, y)]
+    return [unbroadcast(gx, x, y), unbroadcast(gy, y, x)]
 
 
 # -- binary element-wise ---------------------------------------------------------

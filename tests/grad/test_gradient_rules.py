@@ -204,14 +204,28 @@ def test_static_mode_needs_no_run_time_shape_ops():
     assert "BroadcastGradientArgs" not in types
 
 
-def test_none_batch_dimension_uses_broadcast_gradient_args():
+def test_a_none_batch_dimension_the_bias_lacks_is_summed_without_run_time_shape_ops():
+    # matmul(x, w) + b: b's gradient sums axis 0 whatever the batch (TF's
+    # SmartBroadcastGradientArgs), so no Shape / BroadcastGradientArgs runs.
     x = tf.placeholder(tf.float64, [None, 4])
     b = tf.placeholder(tf.float64, [4])
-    (gb,) = tf.gradients(tf.reduce_sum(x + b), [b])
+    gx, gb = tf.gradients(tf.reduce_sum(x + b), [x, b])
     types = {op.type for op in tf.get_default_graph().get_operations()}
-    assert "BroadcastGradientArgs" in types
+    assert "BroadcastGradientArgs" not in types
     assert gb.shape == TensorShape([4])
     with tf.Session() as sess:
         for batch in (1, 5):
-            out = sess.run(gb, {x: np.zeros((batch, 4)), b: np.zeros(4)})
-            np.testing.assert_array_equal(out, np.full(4, batch))
+            got_x, got_b = sess.run([gx, gb], {x: np.zeros((batch, 4)), b: np.zeros(4)})
+            np.testing.assert_array_equal(got_b, np.full(4, batch))
+            np.testing.assert_array_equal(got_x, np.ones((batch, 4)))
+
+
+def test_none_dimensions_that_may_broadcast_use_broadcast_gradient_args():
+    x = tf.placeholder(tf.float64, [None, 4])
+    y = tf.placeholder(tf.float64, [None, 4])  # either None may be a broadcast 1
+    (gx,) = tf.gradients(tf.reduce_sum(x * y), [x])
+    types = {op.type for op in tf.get_default_graph().get_operations()}
+    assert "BroadcastGradientArgs" in types
+    with tf.Session() as sess:
+        out = sess.run(gx, {x: np.zeros((1, 4)), y: np.full((3, 4), 2.0)})
+        np.testing.assert_array_equal(out, np.full((1, 4), 6.0))
