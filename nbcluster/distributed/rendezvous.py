@@ -203,6 +203,13 @@ class StepRendezvous:
                 self._unannounced = False
                 self._cond.notify_all()
 
+    def forget(self, keys) -> None:
+        """Drops the values of `keys`, which their one receiver (a peer) has taken:
+        a variable's array a peer fetched may then be updated in place."""
+        with self._cond:
+            for key in keys:
+                self._values.pop(key, None)
+
     def send_many(self, pairs) -> None:
         """`send` for each (key, value), waking the waiters once."""
         with self._cond:

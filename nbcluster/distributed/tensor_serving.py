@@ -29,6 +29,7 @@ class TensorServer:
         deadline = None if timeout is None else time.monotonic() + timeout
         step = self._steps.get(step_id)
         value = step.rendezvous.recv_local(key, waiter, deadline)
+        step.rendezvous.forget((key,))  # a key has one receiver, as in TF
         self._steps.fetched(step_id, step, 1)
         self._worker.bytes_sent += getattr(value, "nbytes", 0)
         return value
@@ -62,6 +63,7 @@ class TensorServer:
                 batch.append((key, value))
                 sent += 1
                 self._worker.bytes_sent += nbytes
+            step.rendezvous.forget([key for key, value in batch if value is not None])
             self._steps.fetched(step_id, step, sent)
             yield batch
 
