@@ -11,7 +11,10 @@ neither process imports the other. The two implementations alternate
 median over rounds. Without TensorFlow installed (`pip install
 nbcluster[bench]`, i.e. tensorflow-cpu) only nbcluster's figures are printed.
 Task processes get this environment unchanged (no thread or malloc tuning: a
-user's process gets none), plus PYTHONPATH=<repo root>.
+user's process gets none), plus PYTHONPATH=<repo root>. The checkout's
+nbcluster is byte-compiled first (`compileall`), as pip does on install:
+where PYTHONDONTWRITEBYTECODE is set, an editable checkout would otherwise
+be compiled again by every process (~30 ms of a server's start).
 
 Figures:
 - `ps_training_2w`: aggregate steps/s of the 784->256->10 MLP (batch 128,
@@ -239,6 +242,8 @@ def main() -> None:
     opts = {"steps": 100 if args.quick else 200, "reps": 100 if args.quick else 300,
             "starts": 2 if args.quick else 3}
     have_tf = not args.no_tf and importlib.util.find_spec("tensorflow") is not None
+    subprocess.run([sys.executable, "-m", "compileall", "-q",
+                    os.path.join(REPO_ROOT, "nbcluster")], check=False, stdout=subprocess.DEVNULL)
     impls = ["nb", "tf"] if have_tf else ["nb"]
     print(json.dumps({"bench": "vs_tensorflow", "figure": "context",
                       "python": platform.python_version(), "cpus": os.cpu_count(),

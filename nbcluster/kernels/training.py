@@ -3,9 +3,10 @@
 Rule: an update writes into a VariableResource's array only while nothing
 else holds it (`VariableResource.sole_array`: no fetch, Send or step input);
 otherwise, as Assign and AssignSub do, it replaces the array with a new one,
-since a fetch or a Send may still hold the old. With use_locking the variable's (and its slots') locks are
-held from the first read to the last write, so concurrent updates serialize;
-without it, racing updates may overwrite each other, as in TF. A sparse
+since a fetch or a Send may still hold the old. With use_locking the
+variable's (and its slots') locks are held from the first read to the last
+write, so concurrent updates serialize; without it, racing updates may
+overwrite each other, as in TF. A sparse
 update visits its indices in order, one row at a time, as TF's kernels do:
 a repeated index is updated twice, the second time from the first's result.
 """
