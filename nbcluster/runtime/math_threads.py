@@ -6,7 +6,7 @@ else a thread count the user put in the environment (OMP_NUM_THREADS,
 OPENBLAS_NUM_THREADS, MKL_NUM_THREADS); else this host's cores divided among
 the cluster's tasks on this host (the ClusterSpec names them), at least 1.
 A process's pools get the sum of the shares of its live servers (a notebook
-may run several), and go back to what the libraries chose (all cores) when
+may run several; a count from the environment stays the process's own), and go back to what the libraries chose (all cores) when
 the last one stops: a process with no server uses every core.
 
 Why: OpenBLAS starts one spinning thread per core in every process, so
@@ -98,10 +98,19 @@ def task_threads(cluster_spec, job: str, task: int, config=None, environ=None) -
 
 # -- this process's pools: the sum of its live servers' shares ---------------------
 _lock = threading.Lock()
-_claims: dict = {}
+_claims: dict = {}  # token -> (threads, process_wide)
 _tokens = itertools.count()
 _controller = None  # threadpoolctl's ThreadpoolController, made on the first claim
 _limiter = None  # the limits in force while any claim is live
+
+
+def _total_locked() -> int:
+    summed = [t for t, wide in _claims.values() if not wide]
+    # Servers of unrelated clusters in one process may ask for more than the
+    # host has; a single explicit claim above the cores is the user's word.
+    total = min(sum(summed), max(host_cores(), max(summed))) if summed else 0
+    # A count from the environment is the whole process's, however many servers.
+    return max([total] + [t for t, wide in _claims.values() if wide])
 
 
 def _apply() -> None:
@@ -114,17 +123,18 @@ def _apply() -> None:
     if _controller is None:
         from threadpoolctl import ThreadpoolController
         _controller = ThreadpoolController()
-    # Servers of unrelated clusters in one process may ask for more than the
-    # host has; a single explicit claim above the cores is the user's word.
-    total = min(sum(_claims.values()), max(host_cores(), max(_claims.values())))
-    _limiter = _controller.limit(limits=total)
+    _limiter = _controller.limit(limits=_total_locked())
 
 
-def claim(threads: int) -> int:
-    """Adds a server's share to this process's pools; returns the token to release it."""
+def claim(threads: int, process_wide: bool = False) -> int:
+    """Adds a server's share to this process's pools; returns the token to release it.
+
+    `process_wide`: `threads` is the process's own count (the environment's),
+    not a share that adds up with other servers'.
+    """
     with _lock:
         token = next(_tokens)
-        _claims[token] = max(1, int(threads))
+        _claims[token] = (max(1, int(threads)), process_wide)
         _apply()
         return token
 
@@ -136,10 +146,16 @@ def release(token: Optional[int]) -> None:
             _apply()
 
 
+def is_process_wide(config=None, environ=None) -> bool:
+    """Whether the rule's count for a task comes from the environment (the process's own)."""
+    intra = int(getattr(config, "intra_op_parallelism_threads", 0) or 0) if config else 0
+    return intra <= 0 and environment_threads(environ) > 0
+
+
 def process_threads() -> int:
     """The math threads this process now runs with: its servers' shares, else the
     user's environment setting, else every core."""
     with _lock:
         if _claims:
-            return min(sum(_claims.values()), max(host_cores(), max(_claims.values())))
+            return _total_locked()
     return environment_threads() or host_cores()

@@ -134,7 +134,7 @@ class Server:
         from nbcluster.rpc.worker_client import GrpcWorkerClient
         from nbcluster.runtime.devices import local_devices
         from nbcluster.runtime.malloc_reuse import keep_freed_memory
-        from nbcluster.runtime.math_threads import task_threads
+        from nbcluster.runtime.math_threads import is_process_wide, task_threads
 
         keep_freed_memory()
         sd = self._server_def
@@ -147,6 +147,7 @@ class Server:
         self._cache = ServerWorkerCache(spec, (job, task))
         # This task's share of the host's math threads, claimed while it serves.
         self._math_threads = task_threads(spec, job, task, config)
+        self._math_wide = is_process_wide(config)
         self._math_claim = None
         self._worker = Worker(job, task, devices, peers=self._cache.get,
                               connect=GrpcWorkerClient, parallelism=self._math_threads)
@@ -189,7 +190,8 @@ class Server:
         if self._math_claim is None:
             # finalize: a server dropped without stop() gives its share back too.
             self._math_claim = weakref.finalize(self, math_threads.release,
-                                                math_threads.claim(self._math_threads))
+                                                math_threads.claim(self._math_threads,
+                                                                   self._math_wide))
 
     def join(self) -> None:
         """Blocks until the server stops."""

@@ -169,3 +169,22 @@ def test_the_launcher_sets_the_same_share_before_numpy_loads():
     env = {"MKL_NUM_THREADS": "4"}
     share_blas_threads(env, 3)
     assert env == {"MKL_NUM_THREADS": "4"}  # the user's setting wins
+
+
+def test_a_count_from_the_environment_is_the_processs_whatever_its_servers(monkeypatch):
+    from threadpoolctl import threadpool_info
+
+    def blas():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    original = blas()
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    cluster = _cluster(2)
+    a = tf.distribute.Server(cluster, job_name="worker", task_index=0)
+    b = tf.distribute.Server(cluster, job_name="worker", task_index=1)
+    try:
+        assert blas() == [1]  # not 1 + 1
+    finally:
+        a.stop()
+        b.stop()
+    assert blas() == original
