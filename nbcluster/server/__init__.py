@@ -187,11 +187,8 @@ class Server:
 
     def _claim_math_threads(self) -> None:
         from nbcluster.runtime import math_threads
-        if self._math_claim is None:
-            # finalize: a server dropped without stop() gives its share back too.
-            self._math_claim = weakref.finalize(self, math_threads.release,
-                                                math_threads.claim(self._math_threads,
-                                                                   self._math_wide))
+        if self._math_claim is None:  # a started server lives until stop(), which releases
+            self._math_claim = math_threads.claim(self._math_threads, self._math_wide)
 
     def join(self) -> None:
         """Blocks until the server stops."""
@@ -214,7 +211,9 @@ class Server:
             self._data_plane.join()
         self._cache.close()
         if self._math_claim is not None:
-            self._math_claim()
+            from nbcluster.runtime import math_threads
+            math_threads.release(self._math_claim)
+            self._math_claim = None
         self._stopped.set()
 
     def __enter__(self) -> "Server":
