@@ -58,7 +58,15 @@ class GrpcMasterClient:
                                               target=target or f"grpc://{self.address}")
         if config is not None:
             req.config.CopyFrom(config)
-        resp = self._call(self._create, req, self._timeout(_CONTROL_TIMEOUT))
+        # Tasks start in any order: as TF's client, wait for a master not up yet
+        # (wait_for_ready) until the session's operation timeout or a minute.
+        timeout = self._timeout(_CONTROL_TIMEOUT)
+        try:
+            resp = self._call(self._create, req, timeout, wait_for_ready=True)
+        except errors.DeadlineExceededError:
+            raise errors.UnavailableError(
+                None, None, f"The master at {self._peer} did not answer CreateSession within "
+                            f"{timeout:g}s: is its task up?") from None
         return resp.session_handle, resp.graph_version
 
     def extend_session(self, handle: str, nodes: list, current_version: int) -> int:

@@ -122,6 +122,29 @@ def test_the_first_step_waits_for_a_ps_that_starts_late(tasks):
     assert f"still waiting for response from worker: {PS}" in err
 
 
+def test_a_client_waits_for_its_master_s_task_to_start(tasks):
+    """A client started before the task its session targets (TF's client waits too)."""
+    (worker,) = free_ports(1)
+    cluster = {"worker": [f"127.0.0.1:{worker}"]}
+    late = threading.Timer(3.0, tasks, args=(cluster, "worker"))
+    late.start()
+    try:
+        with tf.Graph().as_default():
+            with tf.Session(f"grpc://127.0.0.1:{worker}") as sess:
+                assert sess.run(tf.constant(2.0) * 3.0) == 6.0
+    finally:
+        late.join()
+
+
+def test_a_master_that_never_starts_is_unavailable_naming_it():
+    (port,) = free_ports(1)
+    config = tf.ConfigProto(operation_timeout_in_ms=1500)
+    with tf.Graph().as_default():
+        with pytest.raises(errors.UnavailableError) as info:
+            tf.Session(f"grpc://127.0.0.1:{port}", config=config).run(tf.constant(1.0))
+    assert f"grpc://127.0.0.1:{port}" in info.value.message and "1.5s" in info.value.message
+
+
 def test_a_ps_that_never_starts_is_unavailable_naming_it(tasks):
     ps, worker = free_ports(2)
     tasks({"ps": [f"127.0.0.1:{ps}"], "worker": [f"127.0.0.1:{worker}"]}, "worker")
