@@ -70,7 +70,8 @@ class Cluster:
     @classmethod
     def local(cls, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None, config=None,
               env: Optional[dict] = None, host: str = "127.0.0.1", timeout: float = 60.0,
-              name: Optional[str] = None, devices: Optional[dict] = None) -> "Cluster":
+              name: Optional[str] = None, devices: Optional[dict] = None,
+              checkpoint_dir=None) -> "Cluster":
         """Starts `ps` + `worker` tasks (or `jobs`, e.g. {"chief": 1, "worker": 3}) here.
 
         Args:
@@ -82,6 +83,9 @@ class Cluster:
             "gpus": "0"}}; a list gives one value per task ({"gpus": ["0", "1"]}).
             "cpus" is the task's CPU device count; "gpus" its CUDA_VISIBLE_DEVICES
             ("none": no GPU). See task_devices.py.
+          checkpoint_dir: the only directory the tasks' checkpoint ops may touch
+            (NBCLUSTER_CHECKPOINT_DIR for them); default: theirs, else this
+            process's working directory.
         Returns:
           A started Cluster.
         Raises:
@@ -90,6 +94,8 @@ class Cluster:
         """
         jobs = job_counts(ps, worker, jobs)
         tasks = [Task(job, i, host, 0) for job, n in jobs.items() for i in range(n)]
+        if checkpoint_dir is not None:
+            env = {**(env or {}), "NBCLUSTER_CHECKPOINT_DIR": os.path.abspath(checkpoint_dir)}
         return cls._started(tasks, LocalLauncher(env=env), name, config, timeout, devices)
 
     @classmethod

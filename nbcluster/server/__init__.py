@@ -104,6 +104,10 @@ class Server:
         (`rpc/data_plane_server.py`); NBCLUSTER_DATA_PLANE=grpc turns that off.
       config: a ConfigProto, the default for every session on this server.
       start: start serving now.
+      checkpoint_dir: (nbcluster, keyword only) the directory that Save,
+        Restore and Merge ops run here may touch; default NBCLUSTER_CHECKPOINT_DIR,
+        else the working directory. Any other path is PermissionDeniedError
+        (server/checkpoint_dir.py).
     Raises:
       ValueError: ambiguous or unknown job/task, malformed cluster.
       InvalidArgumentError: this task's address has no valid port.
@@ -117,9 +121,11 @@ class Server:
 
     def __init__(self, server_or_cluster_def, job_name: Optional[str] = None,
                  task_index: Optional[int] = None, protocol: Optional[str] = None,
-                 config=None, start: bool = True) -> None:
+                 config=None, start: bool = True, *, checkpoint_dir=None) -> None:
+        from nbcluster.server.checkpoint_dir import checkpoint_root
         self._server_def = make_server_def(server_or_cluster_def, job_name, task_index,
                                            protocol, config)
+        self._checkpoint_root = checkpoint_root(checkpoint_dir)
         self._serving = False
         self._stopped = threading.Event()
         self._build()
@@ -143,7 +149,8 @@ class Server:
         host, port = parse_address(spec.task_address(job, task))
         config = sd.default_session_config
         devices = local_devices(job, task, dict(config.device_count),
-                                config.gpu_options.visible_device_list)
+                                config.gpu_options.visible_device_list,
+                                file_root=self._checkpoint_root)
         self._cache = ServerWorkerCache(spec, (job, task))
         # This task's share of the host's math threads, claimed while it serves.
         self._math_threads = task_threads(spec, job, task, config)
@@ -172,6 +179,11 @@ class Server:
     @property
     def target(self) -> str:
         return self._target
+
+    @property
+    def checkpoint_dir(self) -> str:
+        """The resolved directory this task's checkpoint files must lie in."""
+        return self._checkpoint_root
 
     def start(self) -> None:
         """Starts serving; calling it again does nothing."""
