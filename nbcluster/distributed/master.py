@@ -20,6 +20,7 @@ from nbcluster.distributed.session_cluster import (DEFAULT_FIRST_CONTACT_WAIT,
                                                    PropagatedWorkerCache, SessionCluster,
                                                    match_target, task_name)
 from nbcluster.distributed.step_planning import Part, StepPlan, forget_tasks, plan_step
+from nbcluster.distributed.subgraph import check_feed_dtypes
 from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.framework.node import Node
 from nbcluster.proto import config_pb2
@@ -185,11 +186,13 @@ class Master:
 
     @staticmethod
     def _add_nodes(session: MasterSession, nodes: list) -> None:
-        for node in nodes:
-            if not node.name or node.name in session.nodes:
+        seen: set = set()
+        for node in nodes:  # all checked before any is added: a refused graph adds nothing
+            if not node.name or node.name in session.nodes or node.name in seen:
                 raise errors.InvalidArgumentError(
-                    None, None, f"Node name {node.name!r} is empty or already in the graph",
-                    node_name=node.name)
+                    None, None, f"Node name {node.name!r} is empty or already in the graph "
+                                f"(duplicate node name)", node_name=node.name)
+            seen.add(node.name)
         for node in nodes:
             session.nodes[node.name] = node
 
@@ -264,6 +267,7 @@ class Master:
             again re-plans on the new incarnation, as in TF.
         """
         session = self._session(handle)
+        check_feed_dtypes(session.nodes, feeds)
         signature = (tuple(sorted(feeds)), tuple(fetches), tuple(sorted(targets)))
         plan = session.plans.get(signature)
         if plan is None:
