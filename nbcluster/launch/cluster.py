@@ -116,10 +116,12 @@ class Cluster:
           LaunchError: a host cannot be reached (one line naming it) or a task
             did not start (its log tail is quoted).
         """
-        from nbcluster.launch.ssh import SSHLauncher
+        from nbcluster.launch.ssh import SSHLauncher, check_host
         hosts = [hosts] if isinstance(hosts, str) else list(hosts)
         if not hosts or not all(isinstance(h, str) and h for h in hosts):
             raise ValueError(f"hosts must be a non-empty list of host names, not {hosts!r}")
+        for host in hosts:  # before anything runs: "-o..." would be an ssh option
+            check_host(host)
         jobs = job_counts(ps, worker, jobs)
         slots = itertools.cycle(hosts)
         tasks = [Task(job, i, next(slots), 0) for job, n in jobs.items() for i in range(n)]
