@@ -73,7 +73,12 @@ def clusters(timeout: float = STATUS_DEADLINE_S) -> list:
     # grpc loads here, on the first request, not when the server starts
     from nbcluster.launch import records
     from nbcluster.launch.status import StatusClient
+    from nbcluster.rpc import tokens
     found = records.running()
+    for record in found:  # each cluster's tasks want its own token
+        for task in record.get("tasks", []):
+            if record.get("token") and task.get("address"):
+                tokens.register(task["address"], record["token"])
     addresses = {(i, j): task.get("address") for i, record in enumerate(found)
                  for j, task in enumerate(record.get("tasks", [])) if task.get("address")}
     client = StatusClient()

@@ -58,6 +58,7 @@ class Cluster:
     def __init__(self, tasks: list, launcher, name: Optional[str], config=None) -> None:
         self.name = name or f"cluster-{next(_names)}"
         self._tasks = {(t.job, t.index): t for t in tasks}
+        self._token: Optional[str] = None  # the tasks' token (rpc/tokens.py), if any
         self._launcher = launcher  # None: connected, owns no process
         self._config = config_json(config)
         self._status = StatusClient()
@@ -230,16 +231,26 @@ class Cluster:
                             timeout, devices)
 
     @classmethod
-    def connect(cls, spec, *, timeout: float = 10.0, name: Optional[str] = None) -> "Cluster":
+    def connect(cls, spec, *, timeout: float = 10.0, name: Optional[str] = None,
+                token: Optional[str] = None) -> "Cluster":
         """The servers of `spec`, which someone else started: `stop()` kills none.
 
+        Args:
+          token: the cluster's token, sent on every call to its tasks from this
+            process (Session(target) too); default NBCLUSTER_TOKEN, else the
+            file NBCLUSTER_TOKEN_FILE names.
         Raises:
           TimeoutError: some task did not answer GetStatus within `timeout`.
         """
+        from nbcluster.rpc import tokens
         tasks = spec_tasks(spec)
+        token = token or tokens.from_environment()
         for task in tasks:
             task.state = "up"
+            if token:
+                tokens.register(task.address, token)
         cluster = cls(tasks, None, name)
+        cluster._token = token
         try:
             cluster.wait_ready(timeout)
         except BaseException:
@@ -257,6 +268,8 @@ class Cluster:
         for t in tasks:
             t.devices = per_task.get((t.job, t.index), t.devices)
         cluster = cls(tasks, launcher, name, config)
+        from nbcluster.rpc import tokens
+        cluster._token = tokens.new_token()  # one per cluster, never on a command line
         try:
             cluster._launch(timeout)
         except BaseException:
@@ -273,7 +286,7 @@ class Cluster:
                    timeout)
             return
         start_tasks(list(self._tasks.values()), self._launcher, self._status, self._logdir[0],
-                    self._config, timeout)
+                    self._config, timeout, self._token)
 
     # -- queries ---------------------------------------------------------------
     @property
@@ -417,7 +430,7 @@ class Cluster:
             task.process.signal(signal.SIGKILL)
             task.process.stop(10.0)
         start_task(task, list(self._tasks.values()), self._launcher, self._status,
-                   self._logdir[0], self._config)
+                   self._logdir[0], self._config, self._token)
         await_tasks([task], self._status, 60.0, raise_on_bind=True)
         records.write(self)  # its new pid
         return f"grpc://{task.address}"

@@ -77,7 +77,8 @@ def record_of(cluster) -> dict:
     record = {"version": VERSION, "name": cluster.name, "owner_pid": os.getpid(),
               "started": _started.setdefault(cluster, time.time()),
               "launcher": launcher.kind if launcher is not None else "connected",
-              "tasks": tasks}
+              # the sidebar's server (this user's, reading this 0600 file) sends it
+              "token": cluster._token, "tasks": tasks}
     if getattr(launcher, "job_id", None):  # Slurm: the sidebar asks squeue while it pends
         record["slurm_job"] = launcher.job_id
     return record

@@ -17,14 +17,19 @@ from nbcluster.rpc.worker_service import worker_handler
 from nbcluster.runtime.thread_pool import DaemonPool
 
 
-def bind_server(host: str, port: int, master, worker) -> tuple:
-    """A (not yet started) gRPC server for master+worker bound to host:port."""
+def bind_server(host: str, port: int, master, worker, token=None) -> tuple:
+    """A (not yet started) gRPC server for master+worker bound to host:port;
+    with a `token`, every call must carry it (token_metadata.TokenCheck)."""
+    interceptors = []
+    if token:
+        from nbcluster.rpc.token_metadata import TokenCheck
+        interceptors.append(TokenCheck(token))
     pending = PendingResponses()  # one byte budget for the server's parked responses
     slots = WaitSlots.for_server()  # tensor waits never take every thread
     server = grpc.server(DaemonPool(max_workers=RPC_THREADS, thread_name_prefix="nbcluster-rpc"),
                          handlers=[master_handler(master, pending),
                                    worker_handler(worker, slots, pending)],
-                         options=SERVER_OPTIONS)
+                         options=SERVER_OPTIONS, interceptors=interceptors)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
         bound = server.add_insecure_port(address)

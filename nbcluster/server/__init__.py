@@ -104,6 +104,12 @@ class Server:
         (`rpc/data_plane_server.py`); NBCLUSTER_DATA_PLANE=grpc turns that off.
       config: a ConfigProto, the default for every session on this server.
       start: start serving now.
+      token: (nbcluster, keyword only) the secret every RPC to this task must
+        carry; default NBCLUSTER_TOKEN, else the file NBCLUSTER_TOKEN_FILE
+        names, else none (see docs/security.md).
+      insecure: (nbcluster, keyword only) allow binding beyond loopback with
+        no token (a warning goes to stderr); without it such a server refuses
+        to start.
       checkpoint_dir: (nbcluster, keyword only) the directory that Save,
         Restore and Merge ops run here may touch; default NBCLUSTER_CHECKPOINT_DIR,
         else the working directory. Any other path is PermissionDeniedError
@@ -121,11 +127,17 @@ class Server:
 
     def __init__(self, server_or_cluster_def, job_name: Optional[str] = None,
                  task_index: Optional[int] = None, protocol: Optional[str] = None,
-                 config=None, start: bool = True, *, checkpoint_dir=None) -> None:
+                 config=None, start: bool = True, *, checkpoint_dir=None,
+                 token: Optional[str] = None, insecure: bool = False) -> None:
         from nbcluster.server.checkpoint_dir import checkpoint_root
+        from nbcluster.server.access import server_token
         self._server_def = make_server_def(server_or_cluster_def, job_name, task_index,
                                            protocol, config)
         self._checkpoint_root = checkpoint_root(checkpoint_dir)
+        spec = ClusterSpec(self._server_def.cluster)
+        host, _ = parse_address(spec.task_address(self._server_def.job_name,
+                                                  self._server_def.task_index))
+        self._token = server_token(host, token, insecure)
         self._serving = False
         self._stopped = threading.Event()
         self._build()
@@ -160,13 +172,19 @@ class Server:
                               connect=GrpcWorkerClient, parallelism=self._math_threads)
         self._cache.set_local(self._worker)
         self._master = Master((job, task), self._cache, config, connect=GrpcWorkerClient)
-        self._grpc, bound = bind_server(host, port, self._master, self._worker)
+        self._grpc, bound = bind_server(host, port, self._master, self._worker, self._token)
         if port == 0:  # report the real port everywhere the address shows
             cluster = spec.as_dict()
             cluster[job][task] = f"{'[' + host + ']' if ':' in host else host}:{bound}"
             sd.cluster.CopyFrom(ClusterSpec(cluster).as_cluster_def())
             self._cache.update_spec(ClusterSpec(cluster))
         self._port = bound
+        if self._token:  # this process's clients (its master, Session(target)) send it
+            from nbcluster.rpc import tokens
+            cluster = ClusterSpec(sd.cluster)
+            for j in cluster.jobs:
+                for i in cluster.task_indices(j):
+                    tokens.register(cluster.task_address(j, i), self._token)
         # Same-host peers fetch tensors, and run graphs and steps, over a Unix
         # socket (rpc/data_plane_server.py).
         self._data_plane = DataPlaneServer.open(host, bound, self._worker, self._master)
