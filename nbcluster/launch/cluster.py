@@ -268,8 +268,9 @@ class Cluster:
         for t in tasks:
             t.devices = per_task.get((t.job, t.index), t.devices)
         cluster = cls(tasks, launcher, name, config)
-        from nbcluster.rpc import tokens
-        cluster._token = tokens.new_token()  # one per cluster, never on a command line
+        if getattr(launcher, "launch", None) is None:  # Dask/Ray engines: not yet
+            from nbcluster.rpc import tokens
+            cluster._token = tokens.new_token()  # one per cluster, never on a command line
         try:
             cluster._launch(timeout)
         except BaseException:
