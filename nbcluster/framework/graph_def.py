@@ -147,6 +147,10 @@ def node_from_proto(proto) -> Node:
         except errors.OpError as e:
             raise type(e)(None, None, f"NodeDef {proto.name!r} ({proto.op}) attr {key!r}: "
                                       f"{e.message}", node_name=proto.name) from None
+        except (ValueError, TypeError, OverflowError) as e:  # numpy refusing a peer's value
+            raise errors.InvalidArgumentError(
+                None, None, f"NodeDef {proto.name!r} ({proto.op}) attr {key!r}: {e}",
+                node_name=proto.name) from None
     return Node(proto.name, proto.op, tuple(proto.input), proto.device, attrs)
 
 

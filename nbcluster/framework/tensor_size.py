@@ -17,6 +17,7 @@ from nbcluster import errors
 
 ENV = "NBCLUSTER_MAX_EXPANDED_TENSOR_BYTES"
 DEFAULT_MAX_EXPANDED_BYTES = 256 << 20
+_NUMPY_LIMIT = 2 ** 63 // 16  # numpy's bound on an array's bytes, for the widest dtype
 
 
 def max_expanded_bytes() -> int:
@@ -46,6 +47,12 @@ def check_shape(shape, what: str = "TensorProto") -> int:
         raise errors.InvalidArgumentError(
             None, None, f"{what} shape {list(shape)} has {count} elements, more than a "
                         f"tensor can hold (2**63-1)")
+    # An empty tensor may have huge other dimensions, which numpy cannot represent
+    # (it bounds the product of the nonzero ones, in bytes).
+    if math.prod(d for d in shape if d) >= _NUMPY_LIMIT:
+        raise errors.InvalidArgumentError(
+            None, None, f"{what} shape {list(shape)} cannot be represented: its nonzero "
+                        f"dimensions multiply to 2**59 or more")
     return count
 
 

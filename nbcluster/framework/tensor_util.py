@@ -63,6 +63,9 @@ def make_ndarray(proto) -> np.ndarray:
         out = np.empty(count, dtype=object)
         out[:] = values if len(values) == count else (values[-1:] * count if values else [b""] * count)
         return out.reshape(shape)
+    if dtype != dtypes.float16 and dtype.name not in _VAL_FIELDS:
+        raise errors.InvalidArgumentError(
+            None, None, f"TensorProto of dtype {dtype.name} cannot be read as values")
     np_dtype = np.dtype(dtype.as_numpy_dtype)
     if proto.tensor_content:
         if len(proto.tensor_content) != count * np_dtype.itemsize:

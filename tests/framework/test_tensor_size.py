@@ -41,6 +41,8 @@ def test_the_default_limit_is_256_mib(monkeypatch):
     (_proto([2**32, 2**32]), "more than a tensor can hold"),
     (_proto([3], [1.0, 2.0, 3.0, 4.0]), "4 values for shape [3]"),
     (_proto([1], dtype=999), "unknown dtype enum 999"),
+    (_proto([0, 2**62]), "cannot be represented"),  # empty, but numpy cannot hold it
+    (_proto([1], dtype=20), "dtype resource cannot be read"),  # found by the fuzz test
     (graph_pb2.TensorProto(dtype=1, tensor_content=b"\0" * 5,
                            tensor_shape=graph_pb2.TensorShapeProto(
                                dim=[graph_pb2.TensorShapeProto.Dim(size=3)])),
