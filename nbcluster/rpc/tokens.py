@@ -6,13 +6,17 @@ Every RPC to a task that has a token carries it as call metadata
 nothing. A launched cluster has its own token: the launcher makes it, hands
 it to its tasks in their environment (never their argv) and registers it
 here for their addresses, so `Session(target)`, `Cluster` and `%tfserver` in
-this process send it with no user step. Anything else uses the process's
-token: NBCLUSTER_TOKEN, else the file NBCLUSTER_TOKEN_FILE names (0600).
+this process send it with no user step. Another process of the same user on
+the same host finds it in the cluster's record (a 0600 file in the 0700
+`<Jupyter runtime dir>/nbcluster/`, launch/records.py): such a process could
+read the tasks' environment anyway (docs/security.md). Anything else uses the
+process's token: NBCLUSTER_TOKEN, else the file NBCLUSTER_TOKEN_FILE names.
 No grpc import here: launch/ and server/ use it before gRPC loads.
 """
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import secrets
 import stat
@@ -25,6 +29,7 @@ METADATA_KEY = "nbcluster-token"
 
 _registered: dict = {}  # (host key, port) -> token
 _lock = threading.Lock()
+_recorded = {"mtime": None, "tokens": {}}  # the records folder when last read, its tokens
 
 
 def new_token() -> str:
@@ -95,11 +100,46 @@ def register(address: str, token: Optional[str]) -> None:
 
 def for_address(address: str) -> Optional[str]:
     """The token to send to `address`: the one registered for it, else the process's."""
+    key = _key(address)
     with _lock:
-        token = _registered.get(_key(address))
+        token = _registered.get(key)
+    if token is not None:
+        return token
+    token = _recorded_tokens().get(key)
     if token is not None:
         return token
     try:
         return from_environment()
     except (OSError, ValueError):
         return None  # the call then fails UNAUTHENTICATED, which names the way out
+
+
+def _recorded_tokens() -> dict:
+    """{address key: token} from the records of this user's live clusters on this
+    host; read again only when the records folder changed."""
+    try:
+        from jupyter_core.paths import jupyter_runtime_dir
+        folder = os.path.join(jupyter_runtime_dir(), "nbcluster")
+        mtime = os.stat(folder).st_mtime_ns
+    except (ImportError, OSError):
+        return {}
+    with _lock:
+        if _recorded["mtime"] == mtime:
+            return _recorded["tokens"]
+    found: dict = {}
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                record = json.load(f)
+            os.kill(int(record["owner_pid"]), 0)  # its owner is alive: not a stale port
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        token = record.get("token")
+        for task in record.get("tasks", []) if isinstance(token, str) and token else ():
+            if isinstance(task, dict) and isinstance(task.get("address"), str):
+                found[_key(task["address"])] = token
+    with _lock:
+        _recorded.update(mtime=mtime, tokens=found)
+    return found

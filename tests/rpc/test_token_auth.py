@@ -170,3 +170,30 @@ def test_the_process_token_comes_from_the_environment(tmp_path, monkeypatch):
         assert tokens.for_address("127.0.0.1:1") == "registered"
     finally:
         tokens.register("localhost:1", None)
+
+
+_CLIENT = """
+import sys
+import nbcluster as tf
+with tf.Graph().as_default():
+    try:
+        with tf.Session(sys.argv[1]) as sess:
+            print(sess.run(tf.constant(4.0) * 2.0))
+    except tf.errors.UnauthenticatedError:
+        print("unauthenticated")
+"""
+
+
+def test_another_process_of_this_user_finds_the_token_in_the_record(tmp_path, monkeypatch):
+    monkeypatch.delenv(tokens.ENV, raising=False)
+    with Cluster.local(ps=0, worker=1) as cluster:
+        target = cluster.target("worker", 0)
+
+        def client(**env) -> str:
+            done = subprocess.run([sys.executable, "-c", _CLIENT, target],
+                                  env=child_env(env), capture_output=True, text=True,
+                                  timeout=60)
+            assert done.returncode == 0, done.stderr
+            return done.stdout.strip()
+        assert client() == "8.0"  # same runtime dir: the cluster's record has the token
+        assert client(JUPYTER_RUNTIME_DIR=str(tmp_path)) == "unauthenticated"
