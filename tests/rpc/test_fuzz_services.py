@@ -10,7 +10,10 @@ hangs and the task's RSS before and after.
 """
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -18,7 +21,8 @@ hypothesis = pytest.importorskip("hypothesis", reason="pip install hypothesis (t
 import grpc  # noqa: E402
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from conftest import spawn_server  # noqa: E402
+from nbcluster.launch import child_env  # noqa: E402
+from nbcluster.server import parse_ready_line  # noqa: E402
 from nbcluster.proto import graph_pb2, master_pb2, worker_pb2  # noqa: E402
 
 EXAMPLES = int(os.environ.get("NBCLUSTER_FUZZ_EXAMPLES", "30"))
@@ -37,7 +41,10 @@ stats = {"cases": 0, "internal": 0, "hangs": 0}
 
 @pytest.fixture(scope="module")
 def task():
-    proc, target = spawn_server()
+    proc = subprocess.Popen([sys.executable, "-m", "nbcluster.server", "--cluster",
+                             json.dumps({"worker": ["127.0.0.1:0"]})],
+                            env=child_env(), stdout=subprocess.PIPE, text=True)
+    target = parse_ready_line(proc.stdout.readline())[2]
     channel = grpc.insecure_channel(target[len("grpc://"):])
     before = _rss(proc.pid)
     yield {"proc": proc, "channel": channel}
@@ -48,6 +55,7 @@ def task():
     channel.close()
     proc.kill()
     proc.wait()
+    proc.stdout.close()
 
 
 def _kib(pid: int, field: str) -> int:
