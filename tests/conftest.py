@@ -72,6 +72,17 @@ def _private_runtime_dir(tmp_path_factory):
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _checkpoints_under_basetemp(tmp_path_factory):
+    """A served task's checkpoint ops may touch only its checkpoint directory
+    (default: its working directory, the checkout here). Tests save under
+    tmp_path: every server the suite starts, in process or as a task process
+    (which inherits this), allows pytest's base temp dir."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NBCLUSTER_CHECKPOINT_DIR", str(tmp_path_factory.getbasetemp()))
+        yield
+
+
 @pytest.fixture
 def server_factory():
     """`start(config=None) -> target`; `start.kill(target)` kills that server,

@@ -9,8 +9,11 @@ reached with the `connect` the server gives it); never imports grpc.
 from __future__ import annotations
 
 import itertools
+import os
 import random
+import secrets
 import threading
+import time
 from typing import Callable, Optional
 
 from nbcluster import errors
@@ -20,12 +23,28 @@ from nbcluster.distributed.session_cluster import (DEFAULT_FIRST_CONTACT_WAIT,
                                                    PropagatedWorkerCache, SessionCluster,
                                                    match_target, task_name)
 from nbcluster.distributed.step_planning import Part, StepPlan, forget_tasks, plan_step
+from nbcluster.distributed.subgraph import check_feed_dtypes
 from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.framework.node import Node
 from nbcluster.proto import config_pb2
 from nbcluster.runtime.thread_pool import DaemonPool
 
 _POOL = DaemonPool(max_workers=32, thread_name_prefix="nbcluster-master")
+IDLE_ENV = "NBCLUSTER_SESSION_IDLE_S"
+_IDLE_DEFAULT_S = 24 * 3600.0
+
+
+def session_idle_limit() -> float:
+    """Seconds a session may go unused before the master closes it (0: never).
+
+    TF's servers keep a session until it is closed; a client that died
+    without closing one (or a peer that opens many) would hold its graphs
+    and worker sessions forever. NBCLUSTER_SESSION_IDLE_S, else a day.
+    """
+    try:
+        return max(0.0, float(os.environ.get(IDLE_ENV) or _IDLE_DEFAULT_S))
+    except ValueError:
+        return _IDLE_DEFAULT_S
 
 
 class MasterSession:
@@ -45,6 +64,7 @@ class MasterSession:
         self.steps: set = set()
         self.closed: Optional[errors.OpError] = None
         self.workers: set = set()
+        self.last_used = time.monotonic()
 
 
 class CallerWatch:
@@ -95,6 +115,7 @@ class Master:
         self._remote: dict = {}  # address -> client, for propagated clusters
         self._remote_lock = threading.Lock()
         self._contacted: set = set()  # DeviceDirectory keys of workers this master reached
+        self.idle_limit_s = session_idle_limit()
 
     # -- sessions ----------------------------------------------------------
     def create_session(self, nodes: list, config=None, target: Optional[str] = None) -> tuple:
@@ -114,8 +135,10 @@ class Master:
         merged.CopyFrom(self.default_config)
         if config is not None:
             merged.MergeFrom(config)
+        self._expire_idle()
+        # Unguessable: a handle is all another client would need to use a session.
         handle = f"{self.local_task[0]}:{self.local_task[1]}:s{next(self._handles)}" \
-                 f"-{random.getrandbits(32):08x}"
+                 f"-{secrets.token_hex(8)}"
         own = config is not None and len(config.cluster_def.job) > 0
         cluster, server_def = self._own_cluster(merged, config, target) if own \
             else (self._server_cluster(merged), None)
@@ -185,11 +208,13 @@ class Master:
 
     @staticmethod
     def _add_nodes(session: MasterSession, nodes: list) -> None:
-        for node in nodes:
-            if not node.name or node.name in session.nodes:
+        seen: set = set()
+        for node in nodes:  # all checked before any is added: a refused graph adds nothing
+            if not node.name or node.name in session.nodes or node.name in seen:
                 raise errors.InvalidArgumentError(
-                    None, None, f"Node name {node.name!r} is empty or already in the graph",
-                    node_name=node.name)
+                    None, None, f"Node name {node.name!r} is empty or already in the graph "
+                                f"(duplicate node name)", node_name=node.name)
+            seen.add(node.name)
         for node in nodes:
             session.nodes[node.name] = node
 
@@ -200,7 +225,24 @@ class Master:
                                                   f"this master has restarted or was reset.")
         if session.closed is not None:
             raise session.closed
+        session.last_used = time.monotonic()
         return session
+
+    def _expire_idle(self) -> None:
+        """Closes the sessions unused for `idle_limit_s` with no step in flight
+        (in the background: a worker that is gone must not hold up a create)."""
+        if not self.idle_limit_s:
+            return
+        now = time.monotonic()
+        with self._lock:
+            idle = [s for s in self._sessions.values()
+                    if not s.steps and now - s.last_used > self.idle_limit_s]
+            for session in idle:
+                del self._sessions[session.handle]
+        for session in idle:
+            _POOL.submit(self._close, session, errors.AbortedError(
+                None, None, f"Session {session.handle} was closed after "
+                            f"{self.idle_limit_s:g}s unused ({IDLE_ENV})"))
 
     def close_session(self, handle: str) -> None:
         with self._lock:
@@ -264,6 +306,7 @@ class Master:
             again re-plans on the new incarnation, as in TF.
         """
         session = self._session(handle)
+        check_feed_dtypes(session.nodes, feeds)
         signature = (tuple(sorted(feeds)), tuple(fetches), tuple(sorted(targets)))
         plan = session.plans.get(signature)
         if plan is None:

@@ -228,7 +228,11 @@ class StepRendezvous:
             return self._remote_recv(self.step_id, key, ctx)
         return self.recv_local(key, ctx)
 
-    def recv_local(self, key: str, ctx=None, deadline: Optional[float] = None):
+    def recv_local(self, key: str, ctx=None, deadline: Optional[float] = None,
+                   stopped: Callable[[], bool] = lambda: False):
+        """The value for `key` once this task's Send gives it. A peer's wait
+        (`ctx` None) ends at `deadline`, or as CancelledError once `stopped()`
+        (checked on every `wake`: its caller went away)."""
         with self._cond:
             if ctx is not None:
                 ctx.wait(self._cond, lambda: self._pulled_until(
@@ -236,6 +240,9 @@ class StepRendezvous:
                     f"tensor {key.split(';')[3]}")
             else:
                 while key not in self._values and self.error is None:
+                    if stopped():
+                        raise errors.CancelledError(
+                            None, None, f"RecvTensor {key}: the caller went away")
                     timeout = None if deadline is None else deadline - time.monotonic()
                     if timeout is not None and timeout <= 0:
                         raise errors.DeadlineExceededError(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from nbcluster import errors
 from nbcluster.distributed.partition import output_dtype
+from nbcluster.framework import dtypes
 from nbcluster.framework.node import Node, parse_input
 
 
@@ -74,3 +75,31 @@ def fetch_node(tensor: str, device: str, nodes: dict) -> Node:
                 {"tensor_name": tensor, "client_terminated": True, "send_device": device,
                  "recv_device": "/job:client", "send_device_incarnation": 0,
                  "T": output_dtype(nodes[src], index)})
+
+
+def check_feed_dtypes(nodes: dict, feeds: dict) -> None:
+    """Refuses a fed value whose dtype is not the graph's for that tensor.
+
+    A client converts feeds to the tensor's dtype before sending them (TF's
+    Session.run does too); a request that still disagrees is a peer's
+    mistake, not something to cast quietly.
+
+    Raises:
+      InvalidArgumentError: naming the tensor and both dtypes.
+    """
+    for name, value in feeds.items():
+        op, sep, index = name.rpartition(":")
+        node = nodes.get(op) if sep and index.isdigit() else None
+        types = node.attrs.get("_output_types") if node is not None else None
+        if not types or int(index) >= len(types):
+            continue  # unknown tensors are reported by check_tensor; no types: nothing to check
+        declared = types[int(index)]
+        try:
+            given = dtypes.as_dtype(value.dtype)
+        except (TypeError, AttributeError):
+            given = None
+        if given is None or getattr(declared, "base_dtype", declared) != given.base_dtype:
+            shown = given.name if given is not None else type(value).__name__
+            raise errors.InvalidArgumentError(
+                None, None, f"Feed for tensor {name} is {shown}, but the graph's {name} is "
+                            f"{getattr(declared, 'name', declared)}", node_name=op)

@@ -1,6 +1,7 @@
 """Serving this task's tensors to peers: RecvTensor, and RecvTensors' batched stream."""
 from __future__ import annotations
 
+import os
 import time
 from typing import Callable, Optional
 
@@ -8,18 +9,38 @@ from nbcluster import errors
 from nbcluster.distributed.rendezvous import parse_key, task_of
 from nbcluster.distributed.worker_steps import StepTable
 
+UNBEGUN_ENV = "NBCLUSTER_UNBEGUN_STEP_WAIT_S"
+_UNBEGUN_DEFAULT_S = 60.0
+
+
+def unbegun_wait() -> float:
+    """How long a peer may wait on a step no RunGraph has begun here (the env var, else 60 s)."""
+    try:
+        return max(0.0, float(os.environ.get(UNBEGUN_ENV) or _UNBEGUN_DEFAULT_S))
+    except ValueError:
+        return _UNBEGUN_DEFAULT_S
+
 
 class TensorServer:
     """Answers peers' fetches of `worker`'s tensors, counting them in its
-    `bytes_sent`; `names()` gives the (job, task) names its sessions give it."""
+    `bytes_sent`; `names()` gives the (job, task) names its sessions give it.
 
-    def __init__(self, worker, steps: StepTable, names: Callable[[], set]) -> None:
+    A peer's wait is bounded three ways: its own deadline; `stopped()` (its
+    caller went away: the RPC layer wakes the step then); and, until a
+    RunGraph begins the step here, `unbegun_wait_s` (a fetch for a step that
+    never comes would otherwise wait forever). A fetch for a step nobody
+    began leaves no step behind (`StepTable.end_wait`).
+    """
+
+    def __init__(self, worker, steps: StepTable, names: Callable[[], set],
+                 unbegun_wait_s: Optional[float] = None) -> None:
         self._worker = worker
         self._steps = steps
         self._names = names
+        self._unbegun_wait_s = unbegun_wait() if unbegun_wait_s is None else unbegun_wait_s
 
     def recv_tensor(self, step_id: int, key: str, timeout: Optional[float] = None,
-                    waiter=None):
+                    waiter=None, stopped=lambda: False):
         """The tensor `key` of step `step_id`, once this task's Send has produced it.
 
         `waiter` is the receiving step's context when the caller is in this
@@ -27,9 +48,16 @@ class TensorServer:
         """
         self.check_key(key)
         deadline = None if timeout is None else time.monotonic() + timeout
-        step = self._steps.get(step_id)
-        value = step.rendezvous.recv_local(key, waiter, deadline)
-        step.rendezvous.forget((key,))  # a key has one receiver, as in TF
+        step = self._steps.begin_wait(step_id)
+        try:
+            if waiter is not None:
+                value = step.rendezvous.recv_local(key, waiter, deadline)
+            else:
+                value = self._bounded(step, step_id, deadline,
+                                      lambda d: step.rendezvous.recv_local(key, None, d, stopped))
+            step.rendezvous.forget((key,))  # a key has one receiver, as in TF
+        finally:
+            self._steps.end_wait(step_id, step)
         self._steps.fetched(step_id, step, 1)
         self._worker.bytes_sent += getattr(value, "nbytes", 0)
         return value
@@ -45,27 +73,52 @@ class TensorServer:
         for key in keys:
             self.check_key(key)
         deadline = None if timeout is None else time.monotonic() + timeout
-        step = self._steps.get(step_id)
-        left = list(keys)
-        while left:
-            got = step.rendezvous.recv_any(left, deadline, stopped)
-            if got is None:
-                return
-            left.remove(got[0])
-            batch, sent = [], 0
-            for key, value in [got] + step.rendezvous.ready(left):
-                if key != got[0]:
-                    left.remove(key)
-                nbytes = getattr(value, "nbytes", 0)
-                if max_bytes is not None and nbytes >= max_bytes:
-                    batch.append((key, None))
-                    continue
-                batch.append((key, value))
-                sent += 1
-                self._worker.bytes_sent += nbytes
-            step.rendezvous.forget([key for key, value in batch if value is not None])
-            self._steps.fetched(step_id, step, sent)
-            yield batch
+        step = self._steps.begin_wait(step_id)
+        try:
+            left = list(keys)
+            while left:
+                got = self._bounded(step, step_id, deadline,
+                                    lambda d: step.rendezvous.recv_any(left, d, stopped))
+                if got is None:
+                    return
+                left.remove(got[0])
+                batch, sent = [], 0
+                for key, value in [got] + step.rendezvous.ready(left):
+                    if key != got[0]:
+                        left.remove(key)
+                    nbytes = getattr(value, "nbytes", 0)
+                    if max_bytes is not None and nbytes >= max_bytes:
+                        batch.append((key, None))
+                        continue
+                    batch.append((key, value))
+                    sent += 1
+                    self._worker.bytes_sent += nbytes
+                step.rendezvous.forget([key for key, value in batch if value is not None])
+                self._steps.fetched(step_id, step, sent)
+                yield batch
+        finally:
+            self._steps.end_wait(step_id, step)
+
+    def _bounded(self, step, step_id: int, deadline: Optional[float], wait):
+        """`wait(deadline)`, cut short while no RunGraph has begun the step."""
+        started = time.monotonic()
+        while True:
+            limit = deadline
+            if step.session is None:
+                unbegun = started + self._unbegun_wait_s
+                limit = unbegun if deadline is None else min(deadline, unbegun)
+            try:
+                return wait(limit)
+            except errors.DeadlineExceededError:
+                if limit == deadline:  # the caller's own deadline
+                    raise
+                if step.session is not None:
+                    continue  # it began meanwhile: wait on, to the caller's deadline
+                raise errors.DeadlineExceededError(
+                    None, None, f"No RunGraph began step {step_id} on /job:"
+                                f"{self._worker.job}/task:{self._worker.task} within "
+                                f"{self._unbegun_wait_s:g}s ({UNBEGUN_ENV}); its tensors "
+                                f"will not come") from None
 
     def wake_step(self, step_id: int) -> None:
         """Wakes the step's `recv_tensors` waiters (their caller went away)."""

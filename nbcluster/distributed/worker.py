@@ -207,10 +207,10 @@ class Worker:
         if graph is None:
             raise errors.AbortedError(None, None, f"Graph handle {graph_handle!r} is not "
                                                   f"registered on this worker (restarted?)")
-        step = self._step_table.get(step_id)
         cancel = CancellationManager()
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
+        with self._lock:  # found and claimed at once: a peer's ended wait drops unclaimed steps
+            step = self._step_table.get_locked(step_id)
             step.session = step.session or graph.session
             step.cancellations.append(cancel)
             step.running += 1
@@ -290,13 +290,14 @@ class Worker:
 
     # -- tensors for peers (`tensor_serving.py`) ------------------------------
     def recv_tensor(self, step_id: int, key: str, timeout: Optional[float] = None,
-                    waiter=None):
+                    waiter=None, stopped=lambda: False):
         """The tensor `key` of step `step_id`, once this task's Send has produced it.
 
         `waiter` is the receiving step's context when the caller is in this
-        process: its cancellation and deadline then end the wait.
+        process: its cancellation and deadline then end the wait. A peer's
+        wait ends once `stopped()` (checked on `wake_step`).
         """
-        return self._server.recv_tensor(step_id, key, timeout, waiter)
+        return self._server.recv_tensor(step_id, key, timeout, waiter, stopped)
 
     def recv_tensors(self, step_id: int, keys: list, timeout: Optional[float] = None,
                      stopped=lambda: False, max_bytes: Optional[int] = None):

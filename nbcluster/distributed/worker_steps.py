@@ -23,6 +23,7 @@ class Step:
         self.cancellations: list[CancellationManager] = []
         self.running = 0
         self.unfetched = 0
+        self.waiters = 0  # peers' RecvTensor(s) waiting on it now
 
     @property
     def finished(self) -> bool:
@@ -45,12 +46,33 @@ class StepTable:
     def get(self, step_id: int) -> Step:
         """The step `step_id`, begun now if it is new (already aborted if it ended)."""
         with self.lock:
-            step = self.steps.get(step_id)
-            if step is None:
-                step = self.steps[step_id] = Step(step_id, self._remote_recv)
-                if step_id in self._ended:
-                    step.rendezvous.abort(self._ended[step_id])
+            return self.get_locked(step_id)
+
+    def get_locked(self, step_id: int) -> Step:
+        """`get` for a caller that holds `lock`."""
+        step = self.steps.get(step_id)
+        if step is None:
+            step = self.steps[step_id] = Step(step_id, self._remote_recv)
+            if step_id in self._ended:
+                step.rendezvous.abort(self._ended[step_id])
+        return step
+
+    def begin_wait(self, step_id: int) -> Step:
+        """The step `step_id` (begun now if new) for a peer's fetch to wait on."""
+        with self.lock:
+            step = self.get_locked(step_id)
+            step.waiters += 1
             return step
+
+    def end_wait(self, step_id: int, step: Step) -> None:
+        """A peer's fetch from `step` ended. A step that no RunGraph ever began
+        and that nobody waits on any more is dropped, so fetches for made-up
+        step ids leave nothing behind."""
+        with self.lock:
+            step.waiters -= 1
+            if step.waiters == 0 and step.session is None and step.running == 0 and \
+                    self.steps.get(step_id) is step:
+                del self.steps[step_id]
 
     def find(self, step_id: int) -> Optional[Step]:
         """The step `step_id` if it is in flight; begins none."""

@@ -9,6 +9,7 @@ from typing import Iterable, Optional
 
 import numpy as np
 
+from nbcluster import errors
 from nbcluster.framework import dtypes
 from nbcluster.framework.node import Node, parse_input
 from nbcluster.framework.tensor_shape import TensorShape
@@ -85,14 +86,28 @@ def _decode_s(raw: bytes):
         return raw
 
 
+def _dtype(enum: int):
+    try:
+        return dtypes.as_dtype(enum)
+    except TypeError:
+        raise errors.InvalidArgumentError(None, None, f"unknown DataType enum {enum}") from None
+
+
 def attr_from_proto(attr):
+    """The Python value of an AttrValue.
+
+    Raises:
+      InvalidArgumentError: a kind nbcluster has no use for (`func`,
+        `placeholder`), an unknown dtype, or a bad tensor or shape.
+        A tensor too large to make up is one too (tensor_size.py).
+    """
     kind = attr.WhichOneof("value")
     if kind == "s":
         return _decode_s(attr.s)
     if kind in ("i", "f", "b"):
         return getattr(attr, kind)
     if kind == "type":
-        return dtypes.as_dtype(attr.type)
+        return _dtype(attr.type)
     if kind == "shape":
         return shape_from_proto(attr.shape)
     if kind == "tensor":
@@ -100,12 +115,14 @@ def attr_from_proto(attr):
     if kind == "list":
         lst = attr.list
         return ([_decode_s(s) for s in lst.s] + list(lst.i) + list(lst.f) + list(lst.b)
-                + [dtypes.as_dtype(t) for t in lst.type]
+                + [_dtype(t) for t in lst.type]
                 + [shape_from_proto(s) for s in lst.shape]
                 + [make_ndarray(t) for t in lst.tensor])
     if kind is None:
         return []
-    raise TypeError(f"Unsupported attr kind {kind!r}")
+    raise errors.InvalidArgumentError(
+        None, None, f"attr kind {kind!r} is not supported (function attrs and attr "
+                    f"placeholders have no kernels here)")
 
 
 def node_to_proto(node: Node) -> "graph_pb2.NodeDef":
@@ -117,7 +134,23 @@ def node_to_proto(node: Node) -> "graph_pb2.NodeDef":
 
 
 def node_from_proto(proto) -> Node:
-    attrs = {key: attr_from_proto(value) for key, value in proto.attr.items()}
+    """A Node from a NodeDef (a peer's: every problem is an OpError naming the node).
+
+    Raises:
+      InvalidArgumentError: an attr that cannot be read (see attr_from_proto).
+        A constant too large to make up is one too.
+    """
+    attrs = {}
+    for key, value in proto.attr.items():
+        try:
+            attrs[key] = attr_from_proto(value)
+        except errors.OpError as e:
+            raise type(e)(None, None, f"NodeDef {proto.name!r} ({proto.op}) attr {key!r}: "
+                                      f"{e.message}", node_name=proto.name) from None
+        except (ValueError, TypeError, OverflowError) as e:  # numpy refusing a peer's value
+            raise errors.InvalidArgumentError(
+                None, None, f"NodeDef {proto.name!r} ({proto.op}) attr {key!r}: {e}",
+                node_name=proto.name) from None
     return Node(proto.name, proto.op, tuple(proto.input), proto.device, attrs)
 
 

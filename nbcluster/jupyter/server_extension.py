@@ -22,10 +22,15 @@ import json
 import pathlib
 
 import tornado.web
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
-__all__ = ["ClustersHandler", "ClusterStopHandler", "clusters", "STATUS_DEADLINE_S"]
+__all__ = ["AUTH_RESOURCE", "ClustersHandler", "ClusterStopHandler", "clusters",
+           "STATUS_DEADLINE_S"]
+
+# What jupyter-server's authorizer is asked about: "read" to list, "write" to stop.
+AUTH_RESOURCE = "nbcluster"
 
 STATUS_DEADLINE_S = 1.0  # the sidebar polls every 2 s: an answer must come well within
 
@@ -68,7 +73,12 @@ def clusters(timeout: float = STATUS_DEADLINE_S) -> list:
     # grpc loads here, on the first request, not when the server starts
     from nbcluster.launch import records
     from nbcluster.launch.status import StatusClient
+    from nbcluster.rpc import tokens
     found = records.running()
+    for record in found:  # each cluster's tasks want its own token
+        for task in record.get("tasks", []):
+            if record.get("token") and task.get("address"):
+                tokens.register(task["address"], record["token"])
     addresses = {(i, j): task.get("address") for i, record in enumerate(found)
                  for j, task in enumerate(record.get("tasks", [])) if task.get("address")}
     client = StatusClient()
@@ -88,9 +98,13 @@ def clusters(timeout: float = STATUS_DEADLINE_S) -> list:
 
 
 class ClustersHandler(APIHandler):
-    """`GET /nbcluster/clusters`: the running clusters as JSON (login required)."""
+    """`GET /nbcluster/clusters`: the running clusters as JSON (login required, and
+    the authorizer's "read" on resource "nbcluster")."""
+
+    auth_resource = AUTH_RESOURCE
 
     @tornado.web.authenticated
+    @authorized
     async def get(self) -> None:
         loop = asyncio.get_running_loop()
         self.set_header("Content-Type", "application/json")
@@ -112,12 +126,18 @@ def stop(record_id: str) -> tuple:
         return 200, {"stopped": record_stop.stop_recorded(record)}
     except LaunchError as e:
         return 409, {"message": str(e)}
+    except PermissionError as e:  # its tasks belong to another user of this host
+        return 403, {"message": f"Not allowed to stop cluster {record_id!r}: {e}"}
 
 
 class ClusterStopHandler(APIHandler):
-    """`POST /nbcluster/clusters/<id>/stop`: stops that cluster's tasks (login required)."""
+    """`POST /nbcluster/clusters/<id>/stop`: stops that cluster's tasks (login required,
+    and the authorizer's "write" on resource "nbcluster")."""
+
+    auth_resource = AUTH_RESOURCE
 
     @tornado.web.authenticated
+    @authorized
     async def post(self, record_id: str) -> None:
         loop = asyncio.get_running_loop()
         status, answer = await loop.run_in_executor(None, stop, record_id)

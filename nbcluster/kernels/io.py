@@ -4,7 +4,9 @@ Rule: nothing read from disk is unpickled. A checkpoint at prefix P is the
 JSON index `P.index` plus data files `P-<k>-of-<n>.npz` (zip archives of
 `.npy` members, one per tensor, read with `allow_pickle=False`); the index
 is written last, so its presence means the data files are complete.
-docs/checkpoint.md describes the format.
+docs/checkpoint.md describes the format. Every file is opened only inside
+the running device's root (`file_root.confine`): a served task touches
+nothing outside its checkpoint directory.
 """
 from __future__ import annotations
 
@@ -12,11 +14,13 @@ import json
 import os
 import secrets
 import zipfile
+from typing import Optional
 
 import numpy as np
 
 from nbcluster import errors
 from nbcluster.framework import dtypes
+from nbcluster.kernels.file_root import confine
 from nbcluster.kernels.registry import register_kernel
 
 FORMAT = "nbcluster.checkpoint"
@@ -40,14 +44,15 @@ def data_file(prefix: str, shard: int, num_shards: int) -> str:
 
 # ------------------------------------------------------------------ index
 
-def read_index(prefix: str) -> dict:
+def read_index(prefix: str, root: Optional[str] = None) -> dict:
     """The parsed, checked index of the checkpoint at `prefix`.
 
     Raises:
       NotFoundError: there is no index file for `prefix`.
       DataLossError: the index is not one nbcluster wrote (the message names it).
+      PermissionDeniedError: the index is outside `root`.
     """
-    path = index_file(prefix)
+    path = confine(index_file(prefix), root)
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -90,17 +95,51 @@ def _check_index(index) -> None:
             raise ValueError(f"tensor {name!r} has shape {entry['shape']!r}")
 
 
-def write_index(prefix: str, shards: list, tensors: dict) -> None:
+def write_index(prefix: str, shards: list, tensors: dict, root: Optional[str] = None) -> None:
     # One shard or tensor a line: readable, and diffable between checkpoints.
-    lines = ['{"format": %s, "version": %d,' % (json.dumps(FORMAT), VERSION),
+    lines = ['{"format": %s, "version": %d,' % (_json(FORMAT), VERSION),
              ' "shards": [',
-             ",\n".join("  " + json.dumps(shard) for shard in shards),
+             ",\n".join("  " + _json(shard) for shard in shards),
              ' ],',
              ' "tensors": {',
-             ",\n".join(f"  {json.dumps(name)}: {json.dumps(tensors[name])}"
+             ",\n".join(f"  {_json(name)}: {_json(tensors[name])}"
                         for name in sorted(tensors)),
              ' }}', '']
-    _write_atomically(index_file(prefix), "\n".join(lines).encode("utf-8"))
+    _write_atomically(confine(index_file(prefix), root), "\n".join(lines).encode("utf-8"))
+
+
+# Inside an index string only these stay as they are; anything else (quotes,
+# `$`, backquotes, `;`, spaces, non-ASCII) is written as a JSON \\uXXXX escape,
+# so a tensor name such as "$(rm -rf ~)" can never reach a shell, a grep or a
+# copy-paste as live text. json.loads reads the escapes back exactly.
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:-+,")
+
+
+def _json_string(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in _PLAIN:
+            out.append(ch)
+            continue
+        code = ord(ch)
+        if code > 0xFFFF:  # a surrogate pair, as JSON spells characters past the BMP
+            code -= 0x10000
+            out.append("\\u%04x\\u%04x" % (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF)))
+        else:
+            out.append("\\u%04x" % code)
+    return '"' + "".join(out) + '"'
+
+
+def _json(value) -> str:
+    """`value` (dicts, lists, str, int, float, bool) as JSON with every string escaped."""
+    if isinstance(value, str):
+        return _json_string(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_json_string(str(k))}: {_json(v)}"
+                               for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_json(v) for v in value) + "]"
+    return json.dumps(value)
 
 
 def _write_atomically(path: str, data: bytes) -> None:
@@ -135,12 +174,13 @@ def write_data_file(path: str, arrays: dict) -> dict:
     return entries
 
 
-def read_tensors(prefix: str, index: dict, names: list) -> list:
+def read_tensors(prefix: str, index: dict, names: list, root: Optional[str] = None) -> list:
     """The arrays saved under `names`, read from the data files that hold them.
 
     Raises:
       NotFoundError: a name is not in the checkpoint, or a data file is missing.
       DataLossError: a data file is unreadable or disagrees with the index.
+      PermissionDeniedError: a data file is outside `root` (a symlink out of it).
     """
     tensors = index["tensors"]
     for name in names:
@@ -153,7 +193,7 @@ def read_tensors(prefix: str, index: dict, names: list) -> list:
     out: list = [None] * len(names)
     directory = os.path.dirname(prefix)
     for shard, positions in sorted(by_shard.items()):
-        path = os.path.join(directory, index["shards"][shard]["file"])
+        path = confine(os.path.join(directory, index["shards"][shard]["file"]), root)
         for i, array in zip(positions, _read_members(path, [names[i] for i in positions])):
             out[i] = _decode(array, tensors[names[i]], names[i], path)
     return out
@@ -231,6 +271,8 @@ def _names_and_slices(names, slices, count: int) -> list:
 
 @register_kernel("SaveV2", "CPU")
 def _save_v2(node, device):
+    root = device.file_root
+
     def save(ctx, prefix, names, slices, *tensors):
         prefix = _text(prefix, "prefix")
         names = _names_and_slices(names, slices, len(tensors))
@@ -239,13 +281,14 @@ def _save_v2(node, device):
         if len(set(names)) != len(names):
             dup = sorted({n for n in names if names.count(n) > 1})
             raise errors.InvalidArgumentError(None, None, f"Duplicate tensor names {dup}")
+        prefix = confine(prefix, root)  # before any directory is made
         if os.path.dirname(prefix):
             os.makedirs(os.path.dirname(prefix), exist_ok=True)
-        path = data_file(prefix, 0, 1)
+        path = confine(data_file(prefix, 0, 1), root)
         arrays = {n: np.asarray(device.to_numpy(t)) for n, t in zip(names, tensors)}
         entries = {n: {"shard": 0, **e} for n, e in write_data_file(path, arrays).items()}
         write_index(prefix, [{"file": os.path.basename(path), "device": device.name}],
-                    entries)
+                    entries, root)
         return ()
     return save
 
@@ -253,50 +296,58 @@ def _save_v2(node, device):
 @register_kernel("RestoreV2", "CPU")
 def _restore_v2(node, device):
     wanted = [dtypes.as_dtype(d) for d in node.attrs.get("dtypes", [])]
+    root = device.file_root
 
     def restore(ctx, prefix, names, slices):
-        prefix = _text(prefix, "prefix")
+        prefix = confine(_text(prefix, "prefix"), root)
         names = _names_and_slices(names, slices, len(wanted))
-        index = read_index(prefix)
+        index = read_index(prefix, root)
         for name, dtype in zip(names, wanted):
             stored = index["tensors"].get(name, {}).get("dtype")
             if stored is not None and dtypes.as_dtype(stored) != dtype:
                 raise errors.InvalidArgumentError(
                     None, None, f"tensor {name} is {stored} in checkpoint {prefix}, but "
                                 f"{dtype.name} was asked for")
-        return tuple(read_tensors(prefix, index, names))
+        return tuple(read_tensors(prefix, index, names, root))
     return restore
 
 
 @register_kernel("MergeV2Checkpoints", "CPU")
 def _merge_v2(node, device):
     delete_old_dirs = bool(node.attrs.get("delete_old_dirs", True))
+    root = device.file_root
 
     def merge(ctx, prefixes, destination):
         sources = _texts(prefixes, "checkpoint_prefixes")
-        merge_checkpoints(sources, _text(destination, "destination_prefix"), delete_old_dirs)
+        merge_checkpoints(sources, _text(destination, "destination_prefix"), delete_old_dirs,
+                          root)
         return ()
     return merge
 
 
-def merge_checkpoints(sources: list, destination: str, delete_old_dirs: bool) -> None:
+def merge_checkpoints(sources: list, destination: str, delete_old_dirs: bool,
+                      root: Optional[str] = None) -> None:
     """Moves the data files of the checkpoints at `sources` under `destination`
     and writes one index for them all; the sources' indexes are removed.
 
     Raises:
       InvalidArgumentError: no sources, or one tensor name in two of them.
       NotFoundError / DataLossError: a source is missing or corrupt.
+      PermissionDeniedError: a source, data file or the destination is outside `root`.
     """
     if not sources:
         raise errors.InvalidArgumentError(None, None, "checkpoint_prefixes is empty")
-    indexes = [read_index(src) for src in sources]  # all checked before anything moves
+    sources = [confine(src, root) for src in sources]
+    destination = confine(destination, root)
+    indexes = [read_index(src, root) for src in sources]  # all checked before anything moves
     total = sum(len(ix["shards"]) for ix in indexes)
     shards, tensors, moves = [], {}, []
     for src, ix in zip(sources, indexes):
         base = len(shards)
         for shard in ix["shards"]:
             target = data_file(destination, len(shards), total)
-            moves.append((os.path.join(os.path.dirname(src), shard["file"]), target))
+            moves.append((confine(os.path.join(os.path.dirname(src), shard["file"]), root),
+                          confine(target, root)))
             shards.append(dict(shard, file=os.path.basename(target)))
         for name, entry in ix["tensors"].items():
             if name in tensors:
@@ -312,7 +363,7 @@ def merge_checkpoints(sources: list, destination: str, delete_old_dirs: bool) ->
         except FileNotFoundError:
             raise errors.NotFoundError(
                 None, None, f"Checkpoint data file {old} is missing") from None
-    write_index(destination, shards, tensors)
+    write_index(destination, shards, tensors, root)
     for src in sources:
         if index_file(src) != index_file(destination):
             os.remove(index_file(src))

@@ -58,6 +58,7 @@ class Cluster:
     def __init__(self, tasks: list, launcher, name: Optional[str], config=None) -> None:
         self.name = name or f"cluster-{next(_names)}"
         self._tasks = {(t.job, t.index): t for t in tasks}
+        self._token: Optional[str] = None  # the tasks' token (rpc/tokens.py), if any
         self._launcher = launcher  # None: connected, owns no process
         self._config = config_json(config)
         self._status = StatusClient()
@@ -70,7 +71,8 @@ class Cluster:
     @classmethod
     def local(cls, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None, config=None,
               env: Optional[dict] = None, host: str = "127.0.0.1", timeout: float = 60.0,
-              name: Optional[str] = None, devices: Optional[dict] = None) -> "Cluster":
+              name: Optional[str] = None, devices: Optional[dict] = None,
+              checkpoint_dir=None) -> "Cluster":
         """Starts `ps` + `worker` tasks (or `jobs`, e.g. {"chief": 1, "worker": 3}) here.
 
         Args:
@@ -82,6 +84,9 @@ class Cluster:
             "gpus": "0"}}; a list gives one value per task ({"gpus": ["0", "1"]}).
             "cpus" is the task's CPU device count; "gpus" its CUDA_VISIBLE_DEVICES
             ("none": no GPU). See task_devices.py.
+          checkpoint_dir: the only directory the tasks' checkpoint ops may touch
+            (NBCLUSTER_CHECKPOINT_DIR for them); default: theirs, else this
+            process's working directory.
         Returns:
           A started Cluster.
         Raises:
@@ -90,6 +95,8 @@ class Cluster:
         """
         jobs = job_counts(ps, worker, jobs)
         tasks = [Task(job, i, host, 0) for job, n in jobs.items() for i in range(n)]
+        if checkpoint_dir is not None:
+            env = {**(env or {}), "NBCLUSTER_CHECKPOINT_DIR": os.path.abspath(checkpoint_dir)}
         return cls._started(tasks, LocalLauncher(env=env), name, config, timeout, devices)
 
     @classmethod
@@ -110,10 +117,12 @@ class Cluster:
           LaunchError: a host cannot be reached (one line naming it) or a task
             did not start (its log tail is quoted).
         """
-        from nbcluster.launch.ssh import SSHLauncher
+        from nbcluster.launch.ssh import SSHLauncher, check_host
         hosts = [hosts] if isinstance(hosts, str) else list(hosts)
         if not hosts or not all(isinstance(h, str) and h for h in hosts):
             raise ValueError(f"hosts must be a non-empty list of host names, not {hosts!r}")
+        for host in hosts:  # before anything runs: "-o..." would be an ssh option
+            check_host(host)
         jobs = job_counts(ps, worker, jobs)
         slots = itertools.cycle(hosts)
         tasks = [Task(job, i, next(slots), 0) for job, n in jobs.items() for i in range(n)]
@@ -222,16 +231,26 @@ class Cluster:
                             timeout, devices)
 
     @classmethod
-    def connect(cls, spec, *, timeout: float = 10.0, name: Optional[str] = None) -> "Cluster":
+    def connect(cls, spec, *, timeout: float = 10.0, name: Optional[str] = None,
+                token: Optional[str] = None) -> "Cluster":
         """The servers of `spec`, which someone else started: `stop()` kills none.
 
+        Args:
+          token: the cluster's token, sent on every call to its tasks from this
+            process (Session(target) too); default NBCLUSTER_TOKEN, else the
+            file NBCLUSTER_TOKEN_FILE names.
         Raises:
           TimeoutError: some task did not answer GetStatus within `timeout`.
         """
+        from nbcluster.rpc import tokens
         tasks = spec_tasks(spec)
+        token = token or tokens.from_environment()
         for task in tasks:
             task.state = "up"
+            if token:
+                tokens.register(task.address, token)
         cluster = cls(tasks, None, name)
+        cluster._token = token
         try:
             cluster.wait_ready(timeout)
         except BaseException:
@@ -249,6 +268,9 @@ class Cluster:
         for t in tasks:
             t.devices = per_task.get((t.job, t.index), t.devices)
         cluster = cls(tasks, launcher, name, config)
+        if getattr(launcher, "launch", None) is None:  # Dask/Ray engines: not yet
+            from nbcluster.rpc import tokens
+            cluster._token = tokens.new_token()  # one per cluster, never on a command line
         try:
             cluster._launch(timeout)
         except BaseException:
@@ -265,7 +287,7 @@ class Cluster:
                    timeout)
             return
         start_tasks(list(self._tasks.values()), self._launcher, self._status, self._logdir[0],
-                    self._config, timeout)
+                    self._config, timeout, self._token)
 
     # -- queries ---------------------------------------------------------------
     @property
@@ -409,7 +431,7 @@ class Cluster:
             task.process.signal(signal.SIGKILL)
             task.process.stop(10.0)
         start_task(task, list(self._tasks.values()), self._launcher, self._status,
-                   self._logdir[0], self._config)
+                   self._logdir[0], self._config, self._token)
         await_tasks([task], self._status, 60.0, raise_on_bind=True)
         records.write(self)  # its new pid
         return f"grpc://{task.address}"

@@ -47,6 +47,18 @@ def directory() -> pathlib.Path:
     return pathlib.Path(jupyter_runtime_dir()) / "nbcluster"
 
 
+def make_private_dir(folder: pathlib.Path) -> None:
+    """Makes `folder` and the runtime dir above it, 0700 where this is first to make
+    them (as Jupyter makes its runtime dir): records name every task's address."""
+    folder.parent.parent.mkdir(parents=True, exist_ok=True)
+    for path in (folder.parent, folder):
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # someone else's choice of mode stands
+        path.chmod(0o700)  # whatever the umask let through
+
+
 def record_of(cluster) -> dict:
     """The record of `cluster` as it stands now (a JSON-ready dict, the layout above).
 
@@ -65,7 +77,8 @@ def record_of(cluster) -> dict:
     record = {"version": VERSION, "name": cluster.name, "owner_pid": os.getpid(),
               "started": _started.setdefault(cluster, time.time()),
               "launcher": launcher.kind if launcher is not None else "connected",
-              "tasks": tasks}
+              # the sidebar's server (this user's, reading this 0600 file) sends it
+              "token": cluster._token, "tasks": tasks}
     if getattr(launcher, "job_id", None):  # Slurm: the sidebar asks squeue while it pends
         record["slurm_job"] = launcher.job_id
     return record
@@ -116,7 +129,7 @@ def write(cluster) -> Optional[pathlib.Path]:
     text = json.dumps(record_of(cluster), indent=1)
     tmp = None
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_private_dir(folder)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.stem}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

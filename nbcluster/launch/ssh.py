@@ -18,6 +18,7 @@ which outlives the session, so the task would not die with it.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -26,6 +27,7 @@ import time
 from typing import Optional
 
 from nbcluster.launch.errors import LaunchError
+from nbcluster.rpc.tokens import ENV as TOKEN_ENV
 from nbcluster.launch.launcher import spawn, stop_all, wait_until
 
 # Runs argv[2:] with SIGTERM as its parent-death signal, unless the parent
@@ -39,6 +41,29 @@ _PROBE = ("import importlib.util, socket, sys\n"
           "socks = [socket.socket() for _ in range(int(sys.argv[1]))]\n"
           "for s in socks: s.bind(('', 0))\n"
           "print('ports', *[s.getsockname()[1] for s in socks])\n")
+
+
+# Whitespace, control characters and NUL: no host name has them, and ssh or
+# a shell on the way could split on them.
+_UNSAFE = re.compile(r"[\s\x00-\x1f\x7f]")
+
+
+def check_host(host) -> str:
+    """`host` if it is safe to hand to ssh as its destination.
+
+    A host such as "-oProxyCommand=sh -c ..." would otherwise be an ssh
+    option that runs a command here, before any connection.
+
+    Raises:
+      ValueError: not a non-empty string, begins with "-", or holds
+        whitespace or control characters (the message names it).
+    """
+    if not isinstance(host, str) or not host:
+        raise ValueError(f"An SSH host must be a non-empty host name, not {host!r}")
+    if host.startswith("-") or _UNSAFE.search(host):
+        raise ValueError(f"SSH host {host!r} is not a host name: it begins with '-' or holds "
+                         f"whitespace or control characters")
+    return host
 
 
 def _last_line(text: str) -> str:
@@ -128,20 +153,29 @@ class SSHLauncher:
             raise ValueError(f"port must be an integer in [1, 65535], not {port!r}")
         if isinstance(ssh_options, str) or not all(isinstance(o, str) for o in ssh_options):
             raise TypeError(f"ssh_options must be a sequence of strings, not {ssh_options!r}")
+        if user is not None and (not isinstance(user, str) or not user or
+                                 user.startswith("-") or _UNSAFE.search(user)):
+            raise ValueError(f"user must be a login name, not {user!r}")
         self.python, self.user, self.key, self.port = python, user, key, port
         self.ssh_options = tuple(ssh_options)
         self.env = {str(k): str(v) for k, v in (env or {}).items()}
         self.connect_timeout = connect_timeout
 
     def ssh_argv(self, host: str) -> list:
-        """The `ssh ... host` argv (the remote command goes after it)."""
+        """The `ssh ... -- host` argv (the remote command goes after it).
+
+        Raises:
+          ValueError: `host` could be read as an option (see `check_host`).
+        """
+        check_host(host)
         argv = ["ssh", "-o", "BatchMode=yes", "-o",
                 f"ConnectTimeout={max(1, int(self.connect_timeout))}", "-p", str(self.port)]
         if self.key:
             argv += ["-i", self.key, "-o", "IdentitiesOnly=yes"]
         if self.user:
             argv += ["-l", self.user]
-        return argv + list(self.ssh_options) + [host]
+        # "--": whatever the host is, ssh reads no option past it.
+        return argv + list(self.ssh_options) + ["--", host]
 
     def remote_command(self, args: list, env: Optional[dict] = None) -> str:
         """`exec env K=V ... python ARGS`, quoted for the remote POSIX shell; `env`
@@ -182,14 +216,25 @@ class SSHLauncher:
               env: dict) -> SSHProcess:
         """Starts `python -m nbcluster.server ARGS` on `host`; output into `log_path`."""
         del tasks_on_host  # the remote host's cores are its own business
+        env = dict(env)
+        token = env.pop(TOKEN_ENV, None)
         # $PPID is the session's sshd, unquoted so the remote shell expands it.
         command = self.remote_command(["-m", "nbcluster.server", *args], env) + \
             " --exit-with-parent=$PPID"
+        if token:  # through ssh's stdin and the shell's `read`: on no command line there
+            command = f"IFS= read -r {TOKEN_ENV} && export {TOKEN_ENV} && {command}"
         argv = self.ssh_argv(host) + [command]
         if sys.platform.startswith("linux"):
             argv = [sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid())] + argv
         with open(log_path, "ab") as log:
-            proc = spawn(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+            proc = spawn(argv, stdin=subprocess.PIPE if token else subprocess.DEVNULL,
+                         stdout=log, stderr=subprocess.STDOUT)
+        if token:
+            try:
+                proc.stdin.write(token.encode() + b"\n")
+                proc.stdin.close()
+            except OSError:
+                pass  # ssh died at once: its log and status say why
         return SSHProcess(self, host, proc)
 
     def close(self) -> None:

@@ -167,13 +167,16 @@ def spec_of(tasks) -> ClusterSpec:
 
 
 def start_task(task: Task, tasks: list, launcher, status: StatusClient, logdir: str,
-               config: Optional[str]) -> None:
+               config: Optional[str], token: Optional[str] = None) -> None:
     """Starts `task` (one of `tasks`, the whole cluster) with `launcher`; does not wait.
 
     Args:
       logdir: the folder of the tasks' logs.
       config: every task's default session config, as ConfigProto JSON (the
         task's own devices go over it).
+      token: the cluster's token: the task gets it as NBCLUSTER_TOKEN in its
+        environment (the launcher keeps it off every command line), and this
+        process sends it to the task's address from now on.
     """
     task.log_path = os.path.join(logdir, f"{task.job}-{task.index}.log")
     config = task.devices.config(config)
@@ -182,11 +185,16 @@ def start_task(task: Task, tasks: list, launcher, status: StatusClient, logdir: 
     on_host = sum(t.host == task.host for t in tasks)
     task.state = "starting"
     status.forget(task.address)  # a fresh channel, no stale backoff
-    task.process = launcher.start(task.host, args, task.log_path, on_host, task.devices.env())
+    env = task.devices.env()
+    if token:
+        from nbcluster.rpc import tokens
+        env = {**env, tokens.ENV: token}
+        tokens.register(task.address, token)
+    task.process = launcher.start(task.host, args, task.log_path, on_host, env)
 
 
 def start_tasks(tasks: list, launcher, status: StatusClient, logdir: str,
-                config: Optional[str], timeout: float) -> None:
+                config: Optional[str], timeout: float, token: Optional[str] = None) -> None:
     """Picks the ports of tasks at port 0, starts every task, waits until all answer.
 
     Raises:
@@ -197,7 +205,7 @@ def start_tasks(tasks: list, launcher, status: StatusClient, logdir: str,
     for attempt in range(1, _ATTEMPTS + 1):
         _pick_ports(tasks, picked, launcher, timeout)
         for task in tasks:
-            start_task(task, tasks, launcher, status, logdir, config)
+            start_task(task, tasks, launcher, status, logdir, config, token)
         taken = await_tasks(tasks, status, timeout)
         if not taken:
             return

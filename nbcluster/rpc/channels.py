@@ -8,6 +8,7 @@ import grpc
 import grpc.experimental
 
 from nbcluster import errors
+from nbcluster.rpc import tokens
 
 MAX_MESSAGE = 2 ** 31 - 1
 OPTIONS = [
@@ -52,17 +53,27 @@ CHANNEL_OPTIONS += list(zip(_BACKOFF, (100, 1000)))
 POLLING_OPTIONS = [o for o in CHANNEL_OPTIONS if o[0] not in _BACKOFF] + \
     list(zip(_BACKOFF, (50, 250)))
 
-_channels: dict[str, grpc.Channel] = {}
+_channels: dict[str, tuple] = {}  # address -> (its token or None, channel)
 _lock = threading.Lock()
 
 
+def _opened(address: str, options: list, token) -> grpc.Channel:
+    opened = grpc.insecure_channel(address, options=options)
+    if token is None:  # no interceptor, no cost, where there is no token
+        return opened
+    from nbcluster.rpc.token_metadata import TokenSender
+    return grpc.intercept_channel(opened, TokenSender(token))
+
+
 def channel(address: str) -> grpc.Channel:
-    """The shared channel to `address` (a new channel costs about 1 ms)."""
+    """The shared channel to `address` (a new channel costs about 1 ms); its calls
+    carry the token `tokens.for_address(address)` gives, if any."""
+    token = tokens.for_address(address)
     with _lock:
         found = _channels.get(address)
-        if found is None:
-            found = _channels[address] = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
-        return found
+        if found is None or found[0] != token:  # a new cluster's token at that address
+            found = _channels[address] = (token, _opened(address, CHANNEL_OPTIONS, token))
+        return found[1]
 
 
 def forget(address: str) -> None:
@@ -76,7 +87,7 @@ def forget(address: str) -> None:
     with _lock:
         found = _channels.pop(address, None)
     if found is not None:
-        found.close()
+        found[1].close()
 
 
 def polling_channel(address: str) -> grpc.Channel:
@@ -85,7 +96,7 @@ def polling_channel(address: str) -> grpc.Channel:
     For asking a task that is starting whether it is up yet (launch/'s
     readiness polling); the caller owns it and closes it (`channel.close()`).
     """
-    return grpc.insecure_channel(address, options=POLLING_OPTIONS)
+    return _opened(address, POLLING_OPTIONS, tokens.for_address(address))
 
 
 def closed_channel_error(error: ValueError, target: str) -> Optional[errors.OpError]:

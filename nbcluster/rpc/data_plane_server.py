@@ -209,7 +209,8 @@ class DataPlaneServer:
                 wire.send_all(conn.sock, self._call(conn, kind, *keys, timeout))
                 return
             if kind == wire.SINGLE:
-                value = worker.recv_tensor(step_id, keys[0], timeout)
+                value = worker.recv_tensor(step_id, keys[0], timeout,
+                                           stopped=lambda: conn.gone)
                 wire.send_all(conn.sock, wire.encode_batch([(keys[0], value)]))
                 return
             for batch in worker.recv_tensors(step_id, keys, timeout, lambda: conn.gone):

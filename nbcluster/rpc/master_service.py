@@ -1,6 +1,8 @@
 """MasterService over gRPC: thin handlers around a `Master`."""
 from __future__ import annotations
 
+from typing import Optional
+
 import grpc
 
 from nbcluster.distributed.master import CallerWatch
@@ -38,7 +40,8 @@ def serve_run_step(master, req, feeds: list, caller=None) -> tuple:
     return response, list(zip(fetches, values))
 
 
-def master_handler(master) -> grpc.GenericRpcHandler:
+def master_handler(master, pending: Optional[PendingResponses] = None) -> grpc.GenericRpcHandler:
+    """The MasterService of `master`; `pending` holds large responses until pulled."""
     def create_session(req, context):
         config = req.config if req.HasField("config") else None
         handle, version = master.create_session(nodes_from_proto(req.graph_def), config,
@@ -70,7 +73,7 @@ def master_handler(master) -> grpc.GenericRpcHandler:
         master.reset(list(req.container))
         return master_pb2.ResetResponse()
 
-    pending = PendingResponses()
+    pending = pending if pending is not None else PendingResponses()
     return grpc.method_handlers_generic_handler(SERVICE, {
         **tensor_methods("RunStep", run_step, RUN_STEP_REQUEST, RUN_STEP_RESPONSE, pending),
         **pull_method(pending),

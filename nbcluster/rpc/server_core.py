@@ -11,15 +11,25 @@ from nbcluster.distributed.transport import InProcessWorkerClient
 from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.rpc.channels import SERVER_OPTIONS
 from nbcluster.rpc.master_service import master_handler
+from nbcluster.rpc.streaming import PendingResponses
+from nbcluster.rpc.wait_slots import RPC_THREADS, WaitSlots
 from nbcluster.rpc.worker_service import worker_handler
 from nbcluster.runtime.thread_pool import DaemonPool
 
 
-def bind_server(host: str, port: int, master, worker) -> tuple:
-    """A (not yet started) gRPC server for master+worker bound to host:port."""
-    server = grpc.server(DaemonPool(max_workers=64, thread_name_prefix="nbcluster-rpc"),
-                         handlers=[master_handler(master), worker_handler(worker)],
-                         options=SERVER_OPTIONS)
+def bind_server(host: str, port: int, master, worker, token=None) -> tuple:
+    """A (not yet started) gRPC server for master+worker bound to host:port;
+    with a `token`, every call must carry it (token_metadata.TokenCheck)."""
+    interceptors = []
+    if token:
+        from nbcluster.rpc.token_metadata import TokenCheck
+        interceptors.append(TokenCheck(token))
+    pending = PendingResponses()  # one byte budget for the server's parked responses
+    slots = WaitSlots.for_server()  # tensor waits never take every thread
+    server = grpc.server(DaemonPool(max_workers=RPC_THREADS, thread_name_prefix="nbcluster-rpc"),
+                         handlers=[master_handler(master, pending),
+                                   worker_handler(worker, slots, pending)],
+                         options=SERVER_OPTIONS, interceptors=interceptors)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
         bound = server.add_insecure_port(address)

@@ -23,6 +23,7 @@ stream-stream reader by ~50% on 64 MiB.
 """
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 import time
@@ -39,26 +40,62 @@ PULL_METHOD = "PullResponse"
 PULL_KEY = "nbcluster-pull"
 
 
-class PendingResponses:
-    """Large unary responses waiting for their PullResponse, by token.
+PARKED_BYTES_ENV = "NBCLUSTER_MAX_PARKED_BYTES"
+DEFAULT_PARKED_BYTES = 1 << 30
 
-    A response not pulled within `ttl` seconds (its client died) is dropped
-    when the next one is parked.
+
+def parked_bytes_limit() -> int:
+    """NBCLUSTER_MAX_PARKED_BYTES, else 1 GiB."""
+    try:
+        return max(0, int(os.environ.get(PARKED_BYTES_ENV) or DEFAULT_PARKED_BYTES))
+    except ValueError:
+        return DEFAULT_PARKED_BYTES
+
+
+class PendingResponses:
+    """Large unary responses waiting for their PullResponse, by token; one
+    store per server (its master and worker services share it).
+
+    A client pulls at once, so a response not pulled within `ttl` seconds
+    (its client died, or never meant to) is dropped. Together they hold at
+    most `max_bytes` of tensors: past that, a new response is refused with
+    ResourceExhaustedError rather than parked (one alone may be larger: a big
+    fetch must stay possible).
     """
 
-    def __init__(self, ttl: float = 300.0) -> None:
+    def __init__(self, ttl: float = 60.0, max_bytes: Optional[int] = None) -> None:
         self._ttl = ttl
-        self._entries: dict = {}  # token -> (expiry, frames iterator)
+        self.max_bytes = parked_bytes_limit() if max_bytes is None else max_bytes
+        self._entries: dict = {}  # token -> (expiry, nbytes, frames iterator)
         self._lock = threading.Lock()
 
-    def park(self, frames) -> str:
+    @property
+    def nbytes(self) -> int:
+        with self._lock:
+            return sum(nbytes for _, nbytes, _ in self._entries.values())
+
+    def park(self, frames, nbytes: int = 0) -> str:
+        """Parks `frames` (holding `nbytes` of tensors); returns its token.
+
+        Raises:
+          ResourceExhaustedError: parking it would pass `max_bytes`.
+        """
         token = secrets.token_hex(16)
         now = time.monotonic()
         with self._lock:
-            for old in [t for t, (expiry, _) in self._entries.items() if expiry < now]:
-                del self._entries[old]
-            self._entries[token] = (now + self._ttl, frames)
+            self._expire(now)
+            held = sum(n for _, n, _ in self._entries.values())
+            if self._entries and held + nbytes > self.max_bytes:
+                raise errors.ResourceExhaustedError(
+                    None, None, f"{len(self._entries)} large response(s) of {held} bytes wait "
+                                f"to be pulled here; parking {nbytes} more would pass the "
+                                f"limit of {self.max_bytes} bytes ({PARKED_BYTES_ENV})")
+            self._entries[token] = (now + self._ttl, nbytes, frames)
         return token
+
+    def _expire(self, now: float) -> None:
+        for old in [t for t, (expiry, _, _) in self._entries.items() if expiry < now]:
+            del self._entries[old]
 
     def take(self, token: str):
         """The frames parked under `token`, removed from the store.
@@ -67,11 +104,12 @@ class PendingResponses:
           NotFoundError: unknown token (expired, or already pulled).
         """
         with self._lock:
+            self._expire(time.monotonic())
             entry = self._entries.pop(token, None)
         if entry is None:
             raise errors.NotFoundError(None, None, f"No parked response {token!r:.40} (it "
                                                    "expired or was already pulled)")
-        return entry[1]
+        return entry[2]
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -94,7 +132,8 @@ def tensor_methods(name: str, fn: Logic, request: Layout, response: Layout,
         message, tensors = result
         if not chunked.should_stream(tensors):
             return messages.encode(message, response, tensors)
-        token = pending.park(chunked.encode_frames(message, response, tensors))
+        token = pending.park(chunked.encode_frames(message, response, tensors),
+                             sum(getattr(value, "nbytes", 0) for _, value in tensors))
         context.set_trailing_metadata(((PULL_KEY, token),))
         return b""
 

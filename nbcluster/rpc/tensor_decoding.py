@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from nbcluster.errors import DataLossError, InvalidArgumentError
+from nbcluster.framework.tensor_size import check_shape
 from nbcluster.rpc import wire
 from nbcluster.rpc.tensor_values import (BY_ENUM, CONTENT_FIELD, DIM_FIELD, DIM_SIZE_FIELD,
                                          DTYPE_FIELD, NAME_FIELD, SHAPE_FIELD, TENSOR_FIELD,
@@ -50,7 +51,7 @@ def decode_tensor(buf) -> np.ndarray:
         what = "no dtype" if enum == 0 else f"unsupported dtype enum {enum}"
         raise InvalidArgumentError(None, None, f"TensorProto has {what}")
     dtype, field, kind, npd = entry
-    count = math.prod(shape)
+    count = check_shape(shape)
     if kind == "string":
         if content is not None and len(content):
             return strings_from_content(content, shape, count)

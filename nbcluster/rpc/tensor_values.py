@@ -13,6 +13,7 @@ import numpy as np
 
 from nbcluster.errors import DataLossError, InvalidArgumentError, ResourceExhaustedError
 from nbcluster.framework import dtypes
+from nbcluster.framework.tensor_size import check_expansion
 from nbcluster.rpc import wire
 
 # Field numbers of TensorFlow's tensor.proto, tensor_shape.proto and
@@ -110,12 +111,14 @@ def fill_to_shape(flat: np.ndarray, shape: tuple, count: int, dtype, zero) -> np
     Raises:
       InvalidArgumentError: more values than the shape holds, or a shape too
         large to allocate.
-      ResourceExhaustedError: the array cannot be allocated.
+      ResourceExhaustedError: the array cannot be allocated. (Making up missing
+        values past `tensor_size.max_expanded_bytes()` is InvalidArgumentError.)
     """
     n = flat.size
     if n > count:
         raise InvalidArgumentError(
             None, None, f"TensorProto has {n} values for shape {list(shape)} of {dtype.name}")
+    check_expansion(shape, count, flat.dtype.itemsize, dtype.name, n)  # before any allocation
     with allocating(dtype, shape):  # a few bytes on the wire can ask for a huge tensor
         if n == count:
             return flat.reshape(shape)

@@ -1,6 +1,8 @@
 """WorkerService over gRPC: thin handlers around a `Worker`."""
 from __future__ import annotations
 
+from typing import Optional
+
 import grpc
 
 from nbcluster import errors
@@ -10,6 +12,7 @@ from nbcluster.rpc import chunked, messages, status
 from nbcluster.rpc.handlers import proto_handler, run_safely, timeout_of
 from nbcluster.rpc.messages import Layout
 from nbcluster.rpc.streaming import PendingResponses, pull_method, tensor_methods
+from nbcluster.rpc.wait_slots import WaitSlots
 
 SERVICE = "nbcluster.WorkerService"
 RUN_GRAPH_REQUEST = Layout(worker_pb2.RunGraphRequest, 3)      # send = 3
@@ -45,7 +48,11 @@ def serve_run_graph(worker, req, sends: list, timeout) -> tuple:
     return response, [(f, result.fetches[f]) for f in fetches]
 
 
-def worker_handler(worker) -> grpc.GenericRpcHandler:
+def worker_handler(worker, slots: Optional[WaitSlots] = None,
+                   pending: Optional[PendingResponses] = None) -> grpc.GenericRpcHandler:
+    """The WorkerService of `worker`. `slots` bounds the calls that wait for
+    tensors (wait_slots.py); `pending` holds large responses until pulled."""
+    slots = slots or WaitSlots.for_server()
     def get_status(req, context):
         return worker.get_status()
 
@@ -89,7 +96,12 @@ def worker_handler(worker) -> grpc.GenericRpcHandler:
         return worker_pb2.CleanupAllResponse()
 
     def recv_tensor(req, _, context):
-        value = worker.recv_tensor(req.step_id, req.rendezvous_key, timeout_of(context))
+        step_id = req.step_id
+        # The caller cancelling, timing out or hanging up wakes the wait, which then ends.
+        context.add_callback(lambda: worker.wake_step(step_id))
+        with slots.hold(context.peer(), "RecvTensor"):
+            value = worker.recv_tensor(step_id, req.rendezvous_key, timeout_of(context),
+                                       stopped=lambda: not context.is_active())
         return worker_pb2.RecvTensorResponse(), [("", value)]
 
     def recv_tensors(request: bytes, context):
@@ -102,21 +114,27 @@ def worker_handler(worker) -> grpc.GenericRpcHandler:
             status.abort(context, errors.DataLossError(None, None, f"Malformed request: {e}"))
         step_id = req.step_id
         context.add_callback(lambda: worker.wake_step(step_id))
-        values = worker.recv_tensors(step_id, list(req.recv_key), timeout_of(context),
-                                     lambda: not context.is_active(), chunked.STREAM_THRESHOLD)
-        while True:
-            batch = run_safely(lambda: next(values, None), context, RECV_TENSORS)
-            if batch is None:
-                return
-            for key, value in batch:
-                if value is None:
-                    yield b"K" + key.encode()
-            tensors = [(key, value) for key, value in batch if value is not None]
-            if tensors:
-                yield b"T" + messages.encode(worker_pb2.RunGraphResponse(), RUN_GRAPH_RESPONSE,
-                                             tensors)
+        slot = run_safely(lambda: slots.acquire(context.peer(), RECV_TENSORS), context,
+                          RECV_TENSORS)
+        try:
+            values = worker.recv_tensors(step_id, list(req.recv_key), timeout_of(context),
+                                         lambda: not context.is_active(),
+                                         chunked.STREAM_THRESHOLD)
+            while True:
+                batch = run_safely(lambda: next(values, None), context, RECV_TENSORS)
+                if batch is None:
+                    return
+                for key, value in batch:
+                    if value is None:
+                        yield b"K" + key.encode()
+                tensors = [(key, value) for key, value in batch if value is not None]
+                if tensors:
+                    yield b"T" + messages.encode(worker_pb2.RunGraphResponse(),
+                                                 RUN_GRAPH_RESPONSE, tensors)
+        finally:
+            slots.release(slot)
 
-    pending = PendingResponses()
+    pending = pending if pending is not None else PendingResponses()
     return grpc.method_handlers_generic_handler(SERVICE, {
         RECV_TENSORS: grpc.unary_stream_rpc_method_handler(recv_tensors),
         **tensor_methods("RunGraph", run_graph, RUN_GRAPH_REQUEST, RUN_GRAPH_RESPONSE, pending),
@@ -133,3 +151,4 @@ def worker_handler(worker) -> grpc.GenericRpcHandler:
         "CleanupGraph": proto_handler(cleanup_graph, worker_pb2.CleanupGraphRequest),
         "CleanupAll": proto_handler(cleanup_all, worker_pb2.CleanupAllRequest),
     })
+

@@ -22,6 +22,9 @@ class Device:
     memory_limit: int = 0
     incarnation: int = 0
     description: str = ""
+    # The only directory its checkpoint kernels may touch (kernels/file_root.py);
+    # None: anywhere (the in-process Session(""), the user's own process).
+    file_root: Optional[str] = field(default=None, compare=False)
 
     def to_numpy(self, value) -> np.ndarray:
         """A kernel output as a host ndarray (copies off the GPU)."""
@@ -52,15 +55,17 @@ def _cupy_device_count() -> int:
 
 
 def local_devices(job: str, task: int, device_count: Optional[dict] = None,
-                  visible_gpus: str = "", replica: int = 0) -> list[Device]:
-    """The devices a task offers: `device_count` as in ConfigProto.device_count."""
+                  visible_gpus: str = "", replica: int = 0,
+                  file_root: Optional[str] = None) -> list[Device]:
+    """The devices a task offers: `device_count` as in ConfigProto.device_count;
+    `file_root` confines their checkpoint files (see Device.file_root)."""
     device_count = dict(device_count or {})
     incarnation = new_incarnation()
     devices = []
     memory = _host_memory()
     for i in range(max(1, int(device_count.get("CPU", 1)))):
         devices.append(Device(canonical_name(job, replica, task, "CPU", i), "CPU", i, np,
-                              memory, incarnation, "numpy"))
+                              memory, incarnation, "numpy", file_root))
     wanted_gpus = device_count.get("GPU")
     if wanted_gpus == 0:
         return devices
@@ -78,7 +83,7 @@ def local_devices(job: str, task: int, device_count: Optional[dict] = None,
             props = cupy.cuda.runtime.getDeviceProperties(physical)
         desc = f"device: {physical}, name: {props['name'].decode()}, cupy"
         devices.append(Device(canonical_name(job, replica, task, "GPU", i), "GPU", i,
-                              cupy, int(total), incarnation, desc))
+                              cupy, int(total), incarnation, desc, file_root))
     return devices
 
 

@@ -104,6 +104,16 @@ class Server:
         (`rpc/data_plane_server.py`); NBCLUSTER_DATA_PLANE=grpc turns that off.
       config: a ConfigProto, the default for every session on this server.
       start: start serving now.
+      token: (nbcluster, keyword only) the secret every RPC to this task must
+        carry; default NBCLUSTER_TOKEN, else the file NBCLUSTER_TOKEN_FILE
+        names, else none (see docs/security.md).
+      insecure: (nbcluster, keyword only) allow binding beyond loopback with
+        no token (a warning goes to stderr); without it such a server refuses
+        to start.
+      checkpoint_dir: (nbcluster, keyword only) the directory that Save,
+        Restore and Merge ops run here may touch; default NBCLUSTER_CHECKPOINT_DIR,
+        else the working directory. Any other path is PermissionDeniedError
+        (server/checkpoint_dir.py).
     Raises:
       ValueError: ambiguous or unknown job/task, malformed cluster.
       InvalidArgumentError: this task's address has no valid port.
@@ -117,9 +127,17 @@ class Server:
 
     def __init__(self, server_or_cluster_def, job_name: Optional[str] = None,
                  task_index: Optional[int] = None, protocol: Optional[str] = None,
-                 config=None, start: bool = True) -> None:
+                 config=None, start: bool = True, *, checkpoint_dir=None,
+                 token: Optional[str] = None, insecure: bool = False) -> None:
+        from nbcluster.server.checkpoint_dir import checkpoint_root
+        from nbcluster.server.access import server_token
         self._server_def = make_server_def(server_or_cluster_def, job_name, task_index,
                                            protocol, config)
+        self._checkpoint_root = checkpoint_root(checkpoint_dir)
+        spec = ClusterSpec(self._server_def.cluster)
+        host, _ = parse_address(spec.task_address(self._server_def.job_name,
+                                                  self._server_def.task_index))
+        self._token = server_token(host, token, insecure)
         self._serving = False
         self._stopped = threading.Event()
         self._build()
@@ -143,7 +161,8 @@ class Server:
         host, port = parse_address(spec.task_address(job, task))
         config = sd.default_session_config
         devices = local_devices(job, task, dict(config.device_count),
-                                config.gpu_options.visible_device_list)
+                                config.gpu_options.visible_device_list,
+                                file_root=self._checkpoint_root)
         self._cache = ServerWorkerCache(spec, (job, task))
         # This task's share of the host's math threads, claimed while it serves.
         self._math_threads = task_threads(spec, job, task, config)
@@ -153,13 +172,19 @@ class Server:
                               connect=GrpcWorkerClient, parallelism=self._math_threads)
         self._cache.set_local(self._worker)
         self._master = Master((job, task), self._cache, config, connect=GrpcWorkerClient)
-        self._grpc, bound = bind_server(host, port, self._master, self._worker)
+        self._grpc, bound = bind_server(host, port, self._master, self._worker, self._token)
         if port == 0:  # report the real port everywhere the address shows
             cluster = spec.as_dict()
             cluster[job][task] = f"{'[' + host + ']' if ':' in host else host}:{bound}"
             sd.cluster.CopyFrom(ClusterSpec(cluster).as_cluster_def())
             self._cache.update_spec(ClusterSpec(cluster))
         self._port = bound
+        if self._token:  # this process's clients (its master, Session(target)) send it
+            from nbcluster.rpc import tokens
+            cluster = ClusterSpec(sd.cluster)
+            for j in cluster.jobs:
+                for i in cluster.task_indices(j):
+                    tokens.register(cluster.task_address(j, i), self._token)
         # Same-host peers fetch tensors, and run graphs and steps, over a Unix
         # socket (rpc/data_plane_server.py).
         self._data_plane = DataPlaneServer.open(host, bound, self._worker, self._master)
@@ -172,6 +197,11 @@ class Server:
     @property
     def target(self) -> str:
         return self._target
+
+    @property
+    def checkpoint_dir(self) -> str:
+        """The resolved directory this task's checkpoint files must lie in."""
+        return self._checkpoint_root
 
     def start(self) -> None:
         """Starts serving; calling it again does nothing."""

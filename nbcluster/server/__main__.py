@@ -2,6 +2,7 @@
 
     python -m nbcluster.server --cluster CLUSTER --job JOB --task INDEX
                                [--config CONFIG] [--protocol grpc] [--exit-with-parent[=PID]]
+                               [--checkpoint-dir DIR]
     python -m nbcluster.server --from-env [--config CONFIG] [--exit-with-parent[=PID]]
 
 CLUSTER is a JSON object such as '{"ps": ["127.0.0.1:2222"], "worker":
@@ -14,6 +15,11 @@ Vertex set it) or else from Slurm's SLURM_* variables (every rank a "worker"
 unless NBCLUSTER_SLURM_JOBS='{"ps": 1, "worker": 3}' splits them; ports from
 NBCLUSTER_SLURM_PORT_BASE, default 8888); see `nbcluster.server.environment`.
 Port 0 in this task's address picks a free port (other tasks cannot know it).
+Every RPC must carry the token of `--token-file` (else NBCLUSTER_TOKEN, else
+the file NBCLUSTER_TOKEN_FILE names), if there is one; a task that listens
+beyond loopback refuses to start without one unless `--insecure` (it warns).
+`--checkpoint-dir` (else NBCLUSTER_CHECKPOINT_DIR, else the working directory)
+is the only directory the task's Save/Restore/Merge ops may touch.
 
 Once it serves, it prints exactly one line on stdout, flushed:
 
@@ -42,6 +48,7 @@ from nbcluster import errors
 from nbcluster.server import Server, make_server_def, ready_line
 from nbcluster.server.environment import task_from_environment
 from nbcluster.runtime.malloc_reuse import keep_freed_memory
+from nbcluster.rpc.tokens import read_token_file
 from nbcluster.server.options import load_cluster, load_config
 
 PROG = "nbcluster.server"
@@ -67,6 +74,14 @@ def _parser() -> _Parser:
     parser.add_argument("--exit-with-parent", nargs="?", type=int, const=0, default=None,
                         metavar="PID", help="stop (status 0) once the process that started "
                         "this one (or PID, which should be it) is gone")
+    parser.add_argument("--token-file", default=None, metavar="PATH",
+                        help="a 0600 file holding the token every RPC must carry "
+                        "(default: $NBCLUSTER_TOKEN, else $NBCLUSTER_TOKEN_FILE)")
+    parser.add_argument("--insecure", action="store_true",
+                        help="allow listening beyond loopback with no token (warns)")
+    parser.add_argument("--checkpoint-dir", default=None, metavar="DIR",
+                        help="the only directory checkpoint ops may write or read "
+                        "(default: $NBCLUSTER_CHECKPOINT_DIR, else the working directory)")
     return parser
 
 
@@ -169,7 +184,14 @@ def main(argv: Optional[list] = None) -> int:
         _ignore_stop_signals()
         return 0
     try:
-        server = Server(server_def)
+        token = None
+        if args.token_file is not None:
+            try:
+                token = read_token_file(args.token_file)
+            except (OSError, ValueError) as e:
+                parser.error(f"--token-file: {e}")
+        server = Server(server_def, checkpoint_dir=args.checkpoint_dir, token=token,
+                        insecure=args.insecure)
     except errors.InvalidArgumentError as e:  # e.g. this task's address has no valid port
         parser.error(e.message)
     except errors.OpError as e:

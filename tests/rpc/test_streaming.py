@@ -37,10 +37,13 @@ class EchoWorker:
         from nbcluster.distributed.transport import RunGraphResult
         return RunGraphResult({key: sends[key] for key in fetches})
 
-    def recv_tensor(self, step_id, key, timeout):
+    def recv_tensor(self, step_id, key, timeout, stopped=None):
         if key == "missing":
             raise errors.NotFoundError(None, None, f"no tensor {key}")
         return self.value
+
+    def wake_step(self, step_id):
+        pass
 
 
 @pytest.fixture
