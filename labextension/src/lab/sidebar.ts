@@ -190,10 +190,12 @@ function renderTask(task: ITaskInfo): HTMLElement {
   const row = el('li', `nbc-sidebar-task nbc-state-${state}`);
   row.dataset.task = `${task.job}:${task.index}`;
   row.title = task.last_error ? `${state}: ${task.last_error}` : state;
+  // a task still queued (a Slurm job waiting) shows why instead of an address it has not got
+  const detail = state === 'pending' && task.last_error ? task.last_error :
+    `${task.address} · pid ${task.pid ?? '?'} · ${task.steps_run} ` +
+    (task.steps_run === 1 ? 'step' : 'steps');
   row.append(el('span', 'nbc-sidebar-dot'),
              el('span', 'nbc-sidebar-task-name', `/job:${task.job}/task:${task.index}`),
-             el('span', 'nbc-sidebar-task-detail',
-                `${task.address} · pid ${task.pid ?? '?'} · ${task.steps_run} ` +
-                (task.steps_run === 1 ? 'step' : 'steps')));
+             el('span', 'nbc-sidebar-task-detail', detail));
   return row;
 }
