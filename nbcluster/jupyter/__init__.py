@@ -40,6 +40,18 @@ def load_ipython_extension(ipython) -> None:
     magics = TfServerMagics(ipython)
     ipython.register_magics(magics)
     atexit.register(magics.registry.stop_all)
+    _show_op_errors(ipython, magics)
+
+
+def _show_op_errors(ipython, magics) -> None:
+    """An OpError in a cell shows the user's frames, then which task died and the fix
+    (`failures.py`); a handler someone else set is left alone (IPython keeps one)."""
+    from nbcluster import errors
+    from nbcluster.jupyter.failures import op_error_handler
+    if ipython.custom_exceptions:
+        return
+    ipython.set_custom_exc((errors.OpError,), op_error_handler(magics.registry.entries))
+    magics.shows_op_errors = True
 
 
 def unload_ipython_extension(ipython) -> None:
@@ -56,6 +68,8 @@ def unload_ipython_extension(ipython) -> None:
     for kind in ("line", "cell"):
         ipython.magics_manager.magics[kind].pop("tfserver", None)
     atexit.unregister(magics.registry.stop_all)
+    if getattr(magics, "shows_op_errors", False):
+        ipython.set_custom_exc((), None)
     magics.registry.stop_all()
 
 

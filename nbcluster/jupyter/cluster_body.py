@@ -157,15 +157,46 @@ def _unique_keys(pairs: list) -> dict:
     return seen
 
 
+EXPECTED_LINE = "expected 'job: count' or 'job: [addresses]', e.g. 'worker: 2'"
+# a top-level line: `job: value` or `job:` (a block below), a comment, or a block list item
+_TOP_LINE_RE = re.compile(r"(?:[^\s:#][^:#]*:(?:\s.*)?|#.*|-(?:\s.*)?)")
+
+
+def _bad_line(text: str) -> Optional[str]:
+    """'line N: 'TEXT': expected ...' for the first top-level line that is no `job: value`
+    line, else None. Plain words for what YAML would call a mapping error, pointing at
+    the line the user wrote rather than where YAML noticed."""
+    for number, line in enumerate(text.splitlines()):
+        if line.strip() and not line[0].isspace() and not _TOP_LINE_RE.fullmatch(line.rstrip()):
+            return f"line {number + 1}: {line.strip()!r}: {EXPECTED_LINE}"
+    return None
+
+
 def _load_yaml(text: str):
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise ValueError(f"bad YAML{where}: {e.problem or e.context}") from None
+        bad = _bad_line(text)
+        if bad is not None:
+            raise ValueError(bad) from None
+        lines = text.splitlines()
+        # YAML marks where it noticed (often past the end); the user's line is the last
+        # non-blank one up to there
+        number = min(mark.line, len(lines) - 1) if mark else len(lines) - 1
+        while number > 0 and not lines[number].strip():
+            number -= 1
+        indented = " (indented: a job starts at the beginning of its line)" \
+            if lines[number][:1].isspace() and ":" in lines[number] else ""
+        raise ValueError(f"line {number + 1}: {lines[number].strip()!r}{indented}: "
+                         f"{EXPECTED_LINE} (YAML: {e.problem or e.context})") from None
     except yaml.YAMLError as e:
-        raise ValueError(f"bad YAML: {' '.join(str(e).split())}") from None
+        raise ValueError(f"{EXPECTED_LINE} (YAML: {' '.join(str(e).split())})") from None
+    if not isinstance(data, dict):
+        bad = _bad_line(text)
+        if bad is not None:
+            raise ValueError(bad)
+    return data
 
 
 def _counts(data: dict) -> dict:

@@ -1,13 +1,13 @@
 """%tfserver and %%tfserver: a thin adapter from magic lines to Cluster, Server and the registry.
 
 Rule: an expected failure (bad input, a task that will not start, a host that
-does not answer) prints one line, `tfserver: error: ...`, on stderr; anything
-else propagates with its traceback, since it is a bug.
+does not answer) raises TfServerError, which IPython shows as one line,
+`tfserver: error: ...` (the cell is red, Run All stops); anything else
+propagates with its traceback, since it is a bug.
 """
 from __future__ import annotations
 
 import keyword
-import sys
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
@@ -16,6 +16,7 @@ from nbcluster import errors
 from nbcluster.jupyter.arguments import HelpShown, MagicUsageError, build_parser, parse_line
 from nbcluster.jupyter.cluster_body import (parse_cluster_body, parse_targets, parse_task,
                                             resolve_cluster, resolve_config)
+from nbcluster.jupyter.failures import TfServerError, dead_tasks, one_line
 from nbcluster.jupyter.registry import Registry
 from nbcluster.launch import Cluster, LaunchError
 from nbcluster.launch.status import task_of
@@ -23,16 +24,6 @@ from nbcluster.server import Server, make_server_def
 
 EXPECTED_ERRORS = (ValueError, TypeError, TimeoutError, OSError, errors.OpError, LaunchError)
 SERVER_VARIABLE = "_tfserver"
-
-
-def one_line(error: BaseException) -> str:
-    """`error`'s message on one line: its first line, and its last when they differ
-    (a launch failure's last line is the task's own error)."""
-    text = error.message if isinstance(error, errors.OpError) else str(error)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if not lines:
-        return type(error).__name__
-    return lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
 
 
 def _check_name(name: str) -> str:
@@ -72,7 +63,9 @@ class TfServerMagics(Magics):
         except HelpShown:
             pass
         except EXPECTED_ERRORS as e:
-            print(f"tfserver: error: {one_line(e)}", file=sys.stderr, flush=True)
+            # a runtime error may come from a task that died: say which, and the fix
+            hints = dead_tasks(self.registry.entries()) if isinstance(e, errors.OpError) else ()
+            raise TfServerError(one_line(e), hints) from e
 
     # -- subcommands -------------------------------------------------------
     def _start(self, args, cell) -> None:

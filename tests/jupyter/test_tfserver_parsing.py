@@ -43,9 +43,14 @@ def test_sparse_addresses():
 
 @pytest.mark.parametrize("body, words", [
     ("", ["empty"]),
-    ("ps: [a", ["bad YAML", "line 1"]),
+    ("ps: [a", ["line 1: 'ps: [a'", "expected 'job: count' or 'job: [addresses]'"]),
     ('{"ps": 1,}', ["bad cluster JSON", "line 1"]),
-    ("ps 1", ["must map job names", "ps 1"]),
+    ("ps 1", ["line 1: 'ps 1': expected 'job: count' or 'job: [addresses]'"]),
+    # the line the user wrote, not the one where YAML noticed ("mapping values ...")
+    ("ps 1\nworker: 2", ["line 1: 'ps 1': expected 'job: count'"]),
+    ("ps: 1\nworker 2", ["line 2: 'worker 2': expected 'job: count'"]),
+    ("\n\nps:1", ["line 3: 'ps:1'"]),
+    ("ps: 1\n  worker: 2", ["line 2: 'worker: 2' (indented"]),
     ("ps: 1\nworker: [h:1]", ["either a task count or its addresses", "'ps'", "'worker'"]),
     ("ps: -1", ["'ps'", "-1"]),
     ("ps: 1:30", ["'ps'", "1:30"]),          # YAML 1.1 would read 90
@@ -58,7 +63,8 @@ def test_sparse_addresses():
     ("worker:", ["'worker'", "None"]),
     ("ps: 0\nworker: 0", ["0 tasks"]),
     ("worker: [h:1, h:1x]", ["h:1x"]),
-    ("[1, 2]", ["must map job names"]),
+    ("[1, 2]", ["line 1: '[1, 2]': expected 'job: count'"]),
+    ("- a\n- b", ["must map job names"]),
 ])
 def test_bad_bodies(body, words):
     with pytest.raises(ValueError) as info:

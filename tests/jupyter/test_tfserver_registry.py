@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from nbcluster import errors
-from nbcluster.jupyter.magics import one_line
+from nbcluster.jupyter.failures import one_line
 from nbcluster.jupyter.registry import Registry
 from nbcluster.launch import LaunchError
 

@@ -6,6 +6,7 @@ import pytest
 from IPython.utils.capture import capture_output
 
 import nbcluster as tf
+from nbcluster.jupyter.failures import TfServerError
 from process_checks import error_lines, wait_gone
 from slurm_local import squeue_ids
 
@@ -13,14 +14,22 @@ pytestmark = pytest.mark.timeout(180)
 
 
 def _cell(ip, line: str, body: str):
-    with capture_output() as cap:
-        ip.run_cell_magic("tfserver", line, body)
-    return cap.stdout, cap.stderr, cap.outputs
+    """Runs `%%tfserver <line>` with `body`; (stdout, stderr, rich outputs). A failure
+    raises TfServerError (the cell goes red): its rendered lines stand in for stderr."""
+    return _run(ip.run_cell_magic, "tfserver", line, body)
 
 
 def _line(ip, line: str):
+    return _run(ip.run_line_magic, "tfserver", line)
+
+
+def _run(magic, *args):
     with capture_output() as cap:
-        ip.run_line_magic("tfserver", line)
+        try:
+            magic(*args)
+        except TfServerError as e:
+            assert not cap.stderr, cap.stderr  # raised, not printed as well
+            return cap.stdout, "\n".join(e._render_traceback_()), cap.outputs
     return cap.stdout, cap.stderr, cap.outputs
 
 

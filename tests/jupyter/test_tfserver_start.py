@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import nbcluster as tf
+from nbcluster.jupyter.failures import TfServerError
 from nbcluster.launch import free_ports
 from nbcluster.server import Server
-from process_checks import error_lines
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -39,10 +39,15 @@ def _refused(target: str, within: float = 5.0) -> bool:
         time.sleep(0.05)
 
 
-def _error(capsys) -> str:
+def _error(capsys, magic, *args) -> str:
+    """The one line a failing magic shows: it raises (the cell goes red, Run All stops)
+    and IPython renders just `tfserver: error: ...`, printing nothing else."""
+    with pytest.raises(TfServerError) as info:
+        magic("tfserver", *args)
     out, err = capsys.readouterr()
-    lines = error_lines(err)
-    assert len(lines) == 1, err
+    assert not err, err
+    lines = info.value._render_traceback_()
+    assert len(lines) == 1 and "\n" not in lines[0], lines
     assert lines[0].startswith("tfserver: error: ")
     return lines[0]
 
@@ -68,8 +73,8 @@ def test_start_local_server(ip, capsys):
     assert ip.user_ns["_tfserver"].server_def.job_name == "localhost"
     assert _add_one(server.target) == 42.0
 
-    ip.run_line_magic("tfserver", "start")  # the same task again: refused, first one intact
-    line = _error(capsys)
+    # the same task again: refused, first one intact
+    line = _error(capsys, ip.run_line_magic, "start")
     assert "localhost:0 already runs" in line and server.target in line
     assert ip.user_ns["_tfserver"] is server
 
@@ -95,8 +100,8 @@ def test_start_task_of_a_cluster(ip, capsys, tmp_path, form):
     assert (server.server_def.job_name, server.server_def.task_index) == ("worker", 1)
     assert _add_one(server.target) == 42.0
 
-    ip.run_line_magic("tfserver", f"start --job worker --task 1 --cluster {value[form]}")
-    assert "worker:1 already runs in this kernel" in _error(capsys)
+    assert "worker:1 already runs in this kernel" in _error(
+        capsys, ip.run_line_magic, f"start --job worker --task 1 --cluster {value[form]}")
 
 
 def test_start_errors_are_one_line(ip, capsys):
@@ -116,8 +121,7 @@ def test_start_errors_are_one_line(ip, capsys):
         ("logs nothing worker:0", "no cluster or server named 'nothing'"),
     ]
     for line, words in cases:
-        ip.run_line_magic("tfserver", line)
-        assert words in _error(capsys), line
+        assert words in _error(capsys, ip.run_line_magic, line), line
     assert "_tfserver" not in ip.user_ns
 
 
@@ -126,30 +130,26 @@ def test_port_in_use_is_one_line(ip, capsys):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        ip.run_line_magic("tfserver", "start --cluster " +
-                          json.dumps({"worker": [f"127.0.0.1:{port}"]}))
-        line = _error(capsys)
+        line = _error(capsys, ip.run_line_magic, "start --cluster " +
+                      json.dumps({"worker": [f"127.0.0.1:{port}"]}))
     assert str(port) in line
     ip.run_line_magic("tfserver", "list")
     assert "no clusters or servers" in capsys.readouterr().out
 
 
 def test_cluster_is_a_cell_magic(ip, capsys):
-    ip.run_line_magic("tfserver", "cluster demo")
-    assert "needs a cell body" in _error(capsys)
-    ip.run_cell_magic("tfserver", "list", "ps: 1")
-    assert "only `cluster` takes a cell body" in _error(capsys)
-    ip.run_cell_magic("tfserver", "cluster 2demo", "ps: 1")
-    assert "bad name '2demo'" in _error(capsys)
-    ip.run_cell_magic("tfserver", "cluster demo", "ps: [oops")
-    assert "bad YAML at line 1" in _error(capsys)
+    assert "needs a cell body" in _error(capsys, ip.run_line_magic, "cluster demo")
+    assert "only `cluster` takes a cell body" in _error(capsys, ip.run_cell_magic, "list",
+                                                        "ps: 1")
+    assert "bad name '2demo'" in _error(capsys, ip.run_cell_magic, "cluster 2demo", "ps: 1")
+    assert "line 1: 'ps 1': expected 'job: count' or 'job: [addresses]'" in _error(
+        capsys, ip.run_cell_magic, "cluster demo", "ps 1\nworker: 2")
     for line, body, words in [
             ("cluster demo --user bob", "worker: 1", "need --ssh"),
             ("cluster demo --ssh", "worker: 1", "--ssh needs hosts"),
             ("cluster demo --ssh h1,h2", "worker: [h1:2222]", "give --ssh without hosts"),
             ("cluster demo --timeout 0", "worker: 1", "--timeout: must be > 0")]:
-        ip.run_cell_magic("tfserver", line, body)
-        assert words in _error(capsys), line
+        assert words in _error(capsys, ip.run_cell_magic, line, body), line
     assert "demo" not in ip.user_ns
 
 
