@@ -52,15 +52,18 @@ def build_parser() -> _Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    start = sub.add_parser("start", help="start a server in this kernel, bound to _tfserver",
+    start = sub.add_parser("start", help="start a server in this kernel, bound to `server`",
                            description="Starts a server in this kernel and binds it to "
-                           "_tfserver. Without --cluster: a one-task local server, as "
+                           "`server` (or --name), so tf.Session(server.target) uses it. "
+                           "Without --cluster: a one-task local server, as "
                            "tf.distribute.Server.create_local_server().")
     start.add_argument("--cluster", help="the cluster: JSON text, a JSON file or the name "
                        "of a variable holding a dict or ClusterSpec")
     start.add_argument("--job", help="this server's job in --cluster")
     start.add_argument("--task", type=int, help="this server's task index in its job")
     start.add_argument("--config", help="a ConfigProto: JSON text, a JSON file or a variable")
+    start.add_argument("--name", default="server",
+                       help="the variable to bind the Server to (server)")
 
     cluster = sub.add_parser("cluster", help="(cell magic) start the cluster the cell "
                              "describes and bind it to NAME",

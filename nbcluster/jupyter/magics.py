@@ -23,13 +23,12 @@ from nbcluster.launch.status import task_of
 from nbcluster.server import Server, make_server_def
 
 EXPECTED_ERRORS = (ValueError, TypeError, TimeoutError, OSError, errors.OpError, LaunchError)
-SERVER_VARIABLE = "_tfserver"
 
 
 def _check_name(name: str) -> str:
     if not name.isidentifier() or keyword.iskeyword(name):
-        raise ValueError(f"bad name {name!r}: a cluster is bound to a variable, so its name "
-                         f"must be a Python identifier")
+        raise ValueError(f"bad name {name!r}: it names the variable bound to the cluster or "
+                         f"server, so it must be a Python identifier")
     return name
 
 
@@ -80,12 +79,14 @@ class TfServerMagics(Magics):
             server_def = make_server_def(spec, args.job, args.task, config=config)
             task = (server_def.job_name, server_def.task_index)
         name = f"{task[0]}:{task[1]}"
+        variable = _check_name(args.name)
         self.registry.ensure_free(name)  # the same task twice in one kernel
         server = Server.create_local_server(config) if server_def is None else Server(
             server_def)
         self.registry.add(name, "server", server, task)
-        self.shell.user_ns[SERVER_VARIABLE] = server
-        print(f"{name} serving at {server.target} (in this kernel: {SERVER_VARIABLE})")
+        self.shell.user_ns[variable] = server
+        print(f"{name} serving at {server.target} (in this kernel: {variable}; "
+              f"tf.Session({variable}.target))")
 
     def _cluster(self, args, cell) -> None:
         name = _check_name(args.name)

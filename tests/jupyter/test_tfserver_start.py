@@ -67,23 +67,38 @@ def test_help_lists_every_subcommand(ip, capsys):
 def test_start_local_server(ip, capsys):
     ip.run_line_magic("tfserver", "start")
     out, err = capsys.readouterr()
-    server = ip.user_ns["_tfserver"]
+    server = ip.user_ns["server"]
     assert isinstance(server, Server) and not err
-    assert server.target.startswith("grpc://localhost:") and server.target in out
-    assert ip.user_ns["_tfserver"].server_def.job_name == "localhost"
+    assert server.target.startswith("grpc://localhost:")
+    assert out.strip() == (f"localhost:0 serving at {server.target} (in this kernel: server; "
+                           f"tf.Session(server.target))")
+    assert ip.user_ns["server"].server_def.job_name == "localhost"
     assert _add_one(server.target) == 42.0
 
     # the same task again: refused, first one intact
     line = _error(capsys, ip.run_line_magic, "start")
     assert "localhost:0 already runs" in line and server.target in line
-    assert ip.user_ns["_tfserver"] is server
+    assert ip.user_ns["server"] is server
 
     ip.run_line_magic("tfserver", "stop localhost:0")
     assert "stopped localhost:0" in capsys.readouterr().out
     assert _refused(server.target)
     ip.run_line_magic("tfserver", "start")
-    assert ip.user_ns["_tfserver"] is not server
-    assert _add_one(ip.user_ns["_tfserver"].target) == 42.0
+    assert ip.user_ns["server"] is not server
+    assert _add_one(ip.user_ns["server"].target) == 42.0
+
+
+def test_start_binds_the_name_asked(ip, capsys):
+    ip.run_line_magic("tfserver", "start --name ps_server")
+    out, err = capsys.readouterr()
+    server = ip.user_ns["ps_server"]
+    assert "server" not in ip.user_ns and "(in this kernel: ps_server;" in out
+    assert _add_one(server.target) == 42.0
+    ip.run_line_magic("tfserver", "stop ps_server")  # the variable names it
+    assert "stopped localhost:0" in capsys.readouterr().out
+    assert "bad name 'class'" in _error(capsys, ip.run_line_magic, "start --name class")
+    assert "class" not in ip.user_ns and "no clusters" in ip.magics_manager.registry[
+        "TfServerMagics"].registry.table()
 
 
 @pytest.mark.parametrize("form", ["json", "file", "variable"])
@@ -95,7 +110,7 @@ def test_start_task_of_a_cluster(ip, capsys, tmp_path, form):
     ip.user_ns["spec"] = tf.train.ClusterSpec(cluster)
     ip.run_line_magic("tfserver", f"start --job worker --task 1 --cluster {value[form]}")
     out, err = capsys.readouterr()
-    server = ip.user_ns["_tfserver"]
+    server = ip.user_ns["server"]
     assert not err and server.target == f"grpc://localhost:{ports[1]}" and server.target in out
     assert (server.server_def.job_name, server.server_def.task_index) == ("worker", 1)
     assert _add_one(server.target) == 42.0
@@ -122,7 +137,7 @@ def test_start_errors_are_one_line(ip, capsys):
     ]
     for line, words in cases:
         assert words in _error(capsys, ip.run_line_magic, line), line
-    assert "_tfserver" not in ip.user_ns
+    assert "server" not in ip.user_ns
 
 
 def test_port_in_use_is_one_line(ip, capsys):
@@ -165,7 +180,7 @@ def test_list_status_and_stop_all(ip, capsys):
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["NAME", "KIND", "TASKS", "TARGET"]
     assert "localhost:0" in out and "ps:0" in out and servers[1].target in out
-    ip.run_line_magic("tfserver", "status _tfserver")  # a variable names its server too
+    ip.run_line_magic("tfserver", "status server")  # a variable names its server too
     assert f"ps:0: serving at {servers[1].target}" in capsys.readouterr().out
     ip.run_line_magic("tfserver", "stop --all")
     assert capsys.readouterr().out.strip() == "stopped ps:0, localhost:0"
@@ -174,7 +189,7 @@ def test_list_status_and_stop_all(ip, capsys):
 
 def test_unload_stops_everything(ip, capsys):
     ip.run_line_magic("tfserver", "start")
-    target = ip.user_ns["_tfserver"].target
+    target = ip.user_ns["server"].target
     ip.run_line_magic("unload_ext", "nbcluster.jupyter")
     assert _refused(target)
     assert "tfserver" not in ip.magics_manager.magics["line"]
@@ -205,13 +220,13 @@ def test_load_ext_nbcluster_is_the_same_extension(_shell, capsys):
         magics = _shell.magics_manager.registry["TfServerMagics"]
         _shell.run_line_magic("tfserver", "start")
         assert len(magics.registry) == 1
-        target = _shell.user_ns["_tfserver"].target
+        target = _shell.user_ns["server"].target
         assert _add_one(target) == 42.0
     finally:
         _shell.run_line_magic("unload_ext", "nbcluster")
         if "nbcluster.jupyter" in _shell.extension_manager.loaded:
             _shell.run_line_magic("unload_ext", "nbcluster.jupyter")
-        _shell.user_ns.pop("_tfserver", None)
+        _shell.user_ns.pop("server", None)
     assert _refused(target)
     assert "tfserver" not in _shell.magics_manager.magics["line"]
     assert "tfserver" not in _shell.magics_manager.magics["cell"]
