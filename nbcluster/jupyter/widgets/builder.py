@@ -79,7 +79,11 @@ class ClusterBuilder(widgets.VBox):
 
     # -- design edits ----------------------------------------------------------
     def _edit(self, change, render: bool = False) -> None:
-        self._guarded(change)
+        try:
+            change()
+        except EXPECTED_ERRORS as e:  # the design keeps its last good value; say why
+            self._refresh(e)
+            return
         if render:
             self._render_jobs()
         else:
@@ -111,9 +115,11 @@ class ClusterBuilder(widgets.VBox):
         except EXPECTED_ERRORS as e:
             self._generated = (f"# not valid yet: {_message(e)}\n",) * 2
             self._show_error(e)
+            self._actions.show_invalid(_message(e))
         else:
             if self._message.value.startswith("<span class=\"nbcluster-builder-error\""):
                 self._message.value = ""
+            self._actions.show_invalid(None)
         self._tabs.show(*self._generated)
 
     def _remove_clicked(self, name: str) -> None:

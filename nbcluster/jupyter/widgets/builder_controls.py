@@ -27,7 +27,7 @@ def close_all(widget: widgets.Widget) -> None:
 
 def job_panel(job: model.JobDesign, edit: Callable[..., None],
               remove: Callable[[str], None]) -> widgets.VBox:
-    """The fields of one job: name, task count, CPUs per task, and each task's host and GPUs.
+    """The fields of one job: name and task count, and each task's host, CPUs and GPUs.
 
     Args:
       job: the JobDesign the fields write to.
@@ -39,26 +39,31 @@ def job_panel(job: model.JobDesign, edit: Callable[..., None],
       A VBox: one row for the job, one indented row per task.
     """
     name = widgets.Text(job.name, description="job")
-    tasks = widgets.BoundedIntText(job.tasks, min=0, max=256, description="tasks")
-    cpus = widgets.BoundedIntText((job.cpus[0] if job.cpus else None) or 0, min=0, max=256,
-                                  description="CPUs/task", tooltip="0: the default (1)")
+    # min 1: a job of no task is removed with its button, never left empty
+    tasks = widgets.BoundedIntText(job.tasks, min=1, max=256, description="tasks")
     remove_button = widgets.Button(description="remove", icon="trash")
     name.observe(lambda c: edit(lambda: setattr(job, "name", c["new"].strip())), "value")
     tasks.observe(lambda c: edit(lambda: job.resize(c["new"]), render=True), "value")
-    cpus.observe(lambda c: edit(lambda: job.cpus.__setitem__(
-        slice(None), [c["new"] or None] * job.tasks)), "value")
     remove_button.on_click(lambda _: remove(job.name))
-    rows = [widgets.HBox([name, tasks, cpus, remove_button])]
+    rows = [widgets.HBox([name, tasks, remove_button])]
     for index in range(job.tasks):
         host = widgets.Text(job.hosts[index], description=f"task {index} host",
                             placeholder="local, host or host:port")
+        # per task, as the cell's `cpus: [1, 2]` is: one field for the job showed
+        # only the first task's count
+        cpus = widgets.Text("" if job.cpus[index] is None else str(job.cpus[index]),
+                            description="CPUs", placeholder="1 (default)",
+                            layout=widgets.Layout(width="14em"))
         gpus = widgets.Text(job.gpus[index], description="GPUs",
                             placeholder="all (empty), none, or 0,1")
         host.observe(lambda c, i=index: edit(lambda: job.hosts.__setitem__(i, c["new"])),
                      "value")
+        cpus.observe(lambda c, i=index: edit(lambda: job.cpus.__setitem__(
+            i, model.parse_cpus(job.name, i, c["new"]))), "value")
         gpus.observe(lambda c, i=index: edit(
             lambda: job.gpus.__setitem__(i, c["new"].strip())), "value")
-        rows.append(widgets.HBox([host, gpus], layout=widgets.Layout(margin="0 0 0 2em")))
+        rows.append(widgets.HBox([host, cpus, gpus],
+                                 layout=widgets.Layout(margin="0 0 0 2em")))
     return widgets.VBox(rows, layout=widgets.Layout(border="1px solid #ddd",
                                                     margin="2px 0", padding="2px"))
 
@@ -77,8 +82,13 @@ class LauncherForm(widgets.VBox):
                  changed: Callable[[], None]) -> None:
         add_button = widgets.Button(description="Add job", icon="plus")
         add_button.on_click(lambda _: add())
+        # buttons as wide as their labels, and the toggle never shrunk by the row: at
+        # the default widths (a fixed width per button) "SSH" wrapped below "local"
         self.launcher = widgets.ToggleButtons(options=[("local processes", "local"),
-                                                       ("SSH", "ssh")], value="local")
+                                                       ("SSH", "ssh")], value="local",
+                                              style={"button_width": "auto"},
+                                              layout=widgets.Layout(width="auto",
+                                                                    flex="0 0 auto"))
         self.ssh = {"user": widgets.Text(ssh.user, description="user"),
                     "key": widgets.Text(ssh.key, description="key file"),
                     "port": widgets.IntText(ssh.port, description="ssh port"),
@@ -88,10 +98,12 @@ class LauncherForm(widgets.VBox):
         self.ssh_box = widgets.HBox(list(self.ssh.values()),
                                     layout=widgets.Layout(display="none"))
         self.env = widgets.Text(description="env", placeholder="PYTHONPATH=/opt/code, ...",
-                                layout=widgets.Layout(width="40em"))
+                                layout=widgets.Layout(width="auto", flex="1 1 20em"))
         for control in [self.launcher, *self.ssh.values(), self.env]:
             control.observe(lambda _: changed(), "value")
-        super().__init__([widgets.HBox([add_button, self.launcher, self.env]), self.ssh_box])
+        super().__init__([widgets.HBox([add_button, self.launcher, self.env],
+                                       layout=widgets.Layout(flex_flow="row nowrap")),
+                          self.ssh_box])
 
     def fill(self, launcher: str, user: str, key: str, port: int, python: str,
              options: Iterable[str], env: dict) -> None:
@@ -134,16 +146,26 @@ class ActionBar(widgets.HBox):
         self.task = widgets.Dropdown(options=[], description="task", disabled=True)
         self.restart = widgets.Button(description="Restart task", icon="refresh",
                                       disabled=True)
+        self._invalid: Optional[str] = None
         self.launch.on_click(lambda _: launch())
         self.stop.on_click(lambda _: stop())
         self.restart.on_click(lambda _: restart(self.task.value))
         super().__init__([self.launch, self.stop, self.task, self.restart])
 
+    def show_invalid(self, reason: Optional[str]) -> None:
+        """Launch off, its tooltip saying `reason`, while the design is invalid (None:
+        valid, Launch on unless a cluster runs)."""
+        self._invalid = reason
+        self.launch.tooltip = f"not valid yet: {reason}" if reason else "start the cluster"
+        if not self.stop.disabled:  # running: Launch stays off anyway
+            return
+        self.launch.disabled = reason is not None
+
     def show_running(self, tasks: Optional[Iterable[tuple]]) -> None:
         """Enables the controls for a launched cluster of `tasks` ((job, index) pairs),
-        or, with None, only Launch."""
+        or, with None, only Launch (if the design is valid)."""
         running = tasks is not None
-        self.launch.disabled = running
+        self.launch.disabled = running or self._invalid is not None
         self.stop.disabled = self.restart.disabled = self.task.disabled = not running
         self.task.options = [(f"{j}:{i}", (j, i)) for j, i in sorted(tasks)] if running else []
         self.task.value = self.task.options[0][1] if self.task.options else None

@@ -36,10 +36,11 @@ class JobDesign:
         return len(self.hosts)
 
     def resize(self, tasks: int) -> None:
-        """Grows (copying the last task's settings) or shrinks to `tasks` tasks."""
-        if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 0:
-            raise ValueError(f"job {self.name!r}: the task count must be a whole number >= 0, "
-                             f"not {tasks!r}")
+        """Grows (copying the last task's settings) or shrinks to `tasks` tasks (>= 1:
+        a job of no task is removed instead)."""
+        if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
+            raise ValueError(f"job {self.name!r}: the task count must be a whole number >= 1 "
+                             f"(remove the job to have none), not {tasks!r}")
         for values, default in ((self.hosts, LOCAL), (self.cpus, None), (self.gpus, "")):
             last = values[-1] if values else default
             del values[tasks:]
@@ -87,8 +88,8 @@ def new_job(name: str, tasks: int = 1, hosts=None, cpus=None, gpus="") -> JobDes
         raise TypeError(f"a job name must be a string, not {name!r}")
     if isinstance(tasks, bool) or not isinstance(tasks, int):
         raise TypeError(f"job {name!r}: the task count must be an int, not {tasks!r}")
-    if tasks < 0:
-        raise ValueError(f"job {name!r}: the task count must be >= 0, not {tasks}")
+    if tasks < 1:
+        raise ValueError(f"job {name!r}: the task count must be >= 1, not {tasks}")
     return JobDesign(name, per_task(f"job {name!r}: hosts", LOCAL if hosts is None else hosts,
                                      tasks),
                      per_task(f"job {name!r}: cpus", cpus, tasks),
@@ -107,6 +108,21 @@ def job_to_add(design: Design, name: str, tasks: int = 1, hosts=None, cpus=None,
         raise ValueError(f"job {job.name!r} is already in the design")
     validate(Design([job], design.launcher, design.ssh))
     return job
+
+
+def parse_cpus(job: str, index: int, text: str) -> Optional[int]:
+    """A task's CPU count from its field: None for "" (the default, 1), else the count.
+
+    Raises:
+      ValueError: not a whole number >= 1, naming the task and the text.
+    """
+    text = text.strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"/job:{job}/task:{index}: CPUs must be a whole number >= 1, or "
+                         f"empty for the default (1), not {text!r}")
+    return int(text)
 
 
 def next_job_name(design: Design) -> str:

@@ -50,7 +50,7 @@ def test_add_and_remove_jobs_update_the_controls_and_the_cell(builder):
 
 
 @pytest.mark.parametrize("args, words", [(("bad name",), "bad job name 'bad name'"),
-                                         (("w", 0), "job 'w' has 0 tasks"),
+                                         (("w", 0), "task count must be &gt;= 1, not 0"),
                                          (("ps",), "job 'ps' is already in the design"),
                                          (("w", 1, "h:x"), "bad host 'h:x'")])
 def test_a_bad_job_is_refused_and_shown_in_red(builder, args, words):
@@ -70,7 +70,7 @@ def test_typing_in_the_controls_edits_the_design(builder):
     tasks.value = 3
     assert len(builder.spec["trainer"]) == 3
     assert len(_find(builder, widgets.Text, description="GPUs")) == 4  # rows re-rendered
-    _find(builder, widgets.BoundedIntText, description="CPUs/task")[0].value = 2
+    _find(builder, widgets.Text, description="CPUs")[0].value = "2"
     _find(builder, widgets.Text, description="task 2 host")[0].value = "local:2300"
     _find(builder, widgets.Text, description="GPUs")[0].value = "none"
     assert builder.design.job("ps").cpus == [2] and builder.design.job("ps").gpus == ["none"]
@@ -84,8 +84,53 @@ def test_a_bad_edit_shows_red_and_the_cell_says_why(builder):
     assert builder.cell.startswith("# not valid yet: bad job name '1ps'")
     _find(builder, widgets.Text, description="job")[0].value = "ps"
     assert builder._message.value == "" and builder.cell.startswith("%%tfserver")
-    _find(builder, widgets.BoundedIntText, description="tasks")[1].value = 0
-    assert "job &#x27;worker&#x27; has 0 tasks" in builder._message.value
+    _find(builder, widgets.Text, description="CPUs")[1].value = "two"
+    assert "/job:worker/task:0: CPUs must be a whole number" in builder._message.value
+    assert builder.design.job("worker").cpus == [None, None]  # its last good value
+    _find(builder, widgets.Text, description="CPUs")[1].value = ""
+    assert builder._message.value == "" and builder.cell.startswith("%%tfserver")
+
+
+def test_each_task_shows_its_own_cpu_count(builder):
+    builder.add_job("mixed", tasks=2, cpus=[1, 2])
+    fields = _find(builder, widgets.Text, description="CPUs")
+    assert [f.value for f in fields] == ["", "", "", "1", "2"]  # "": the default, 1
+    assert fields[0].placeholder == "1 (default)"
+    fields[1].value = "3"  # worker:0 only
+    assert builder.design.job("worker").cpus == [3, None]
+    assert "worker:\n  tasks: 2\n  cpus: [3, null]\n" in builder.cell  # null: the default
+    assert builder.design.job("mixed").cpus == [1, 2]
+
+
+def test_a_task_count_cannot_be_zero(builder):
+    tasks = _find(builder, widgets.BoundedIntText, description="tasks")[1]
+    assert tasks.min == 1
+    tasks.value = 0  # what typing 0 does: the field holds its bound
+    assert tasks.value == 1 and builder.design.job("worker").tasks == 1
+    assert builder._message.value == "" and "worker: 1" in builder.cell
+
+
+def test_launch_is_off_while_the_design_is_invalid_and_says_why(builder):
+    launch = builder._launch_button
+    assert not launch.disabled
+    _find(builder, widgets.Text, description="job")[0].value = "my ps"
+    assert launch.disabled and launch.tooltip == ("not valid yet: bad job name 'my ps': it "
+                                                  "must start with a letter and hold only "
+                                                  "letters, digits and '_'")
+    _find(builder, widgets.Text, description="job")[0].value = "ps"
+    assert not launch.disabled and launch.tooltip == "start the cluster"
+    builder.set_launcher("ssh")  # 'local' hosts under SSH: invalid again
+    assert launch.disabled and "with the SSH launcher" in launch.tooltip
+    builder.set_launcher("local")
+    assert not launch.disabled
+
+
+def test_the_launcher_toggle_keeps_its_buttons_on_one_line(builder):
+    toggle = builder._form.launcher
+    assert toggle.style.button_width == "auto"  # not a fixed width per button
+    assert toggle.layout.width == "auto" and toggle.layout.flex == "0 0 auto"
+    row = builder._form.children[0]
+    assert toggle in row.children and row.layout.flex_flow == "row nowrap"
 
 
 def test_launching_a_bad_design_starts_nothing_and_shows_why(builder):

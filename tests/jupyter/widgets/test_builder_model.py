@@ -75,7 +75,7 @@ def test_ssh_design_gives_the_magic_options_and_the_same_spec():
 @pytest.mark.parametrize("change, words", [
     (lambda d: setattr(d.jobs[0], "name", "my job"), "bad job name 'my job'"),
     (lambda d: setattr(d.jobs[1], "name", "ps"), "job 'ps' is given twice"),
-    (lambda d: d.jobs[1].resize(0), "job 'worker' has 0 tasks"),
+    (lambda d: d.jobs.append(model.JobDesign("empty", [], [], [])), "job 'empty' has 0 tasks"),
     (lambda d: d.jobs.clear(), "the cluster has no job"),
     (lambda d: d.jobs[1].hosts.__setitem__(1, "a b"), "/job:worker/task:1: bad host 'a b'"),
     (lambda d: d.jobs[1].hosts.__setitem__(0, "h:99999"), "bad host 'h:99999'"),
@@ -120,8 +120,23 @@ def test_resize_keeps_settings_and_copies_the_last_task():
     assert (job.hosts, job.gpus) == (["a", "b", "b"], ["0", "1", "1"])
     job.resize(1)
     assert (job.hosts, job.cpus, job.gpus) == (["a"], [None], ["0"])
-    with pytest.raises(ValueError, match="not -1"):
-        job.resize(-1)
+    for bad in (-1, 0):  # a job of no task is removed, not kept empty
+        with pytest.raises(ValueError, match=f">= 1 .*not {bad}"):
+            job.resize(bad)
+    assert job.hosts == ["a"]
+    with pytest.raises(ValueError, match="task count must be >= 1, not 0"):
+        model.new_job("worker", 0)
+
+
+@pytest.mark.parametrize("text, cpus", [("", None), ("  ", None), ("1", 1), (" 2 ", 2)])
+def test_parse_cpus(text, cpus):
+    assert model.parse_cpus("worker", 1, text) == cpus
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "1.5", "two"])
+def test_parse_cpus_names_the_task_and_the_text(text):
+    with pytest.raises(ValueError, match=f"/job:worker/task:1: CPUs must be .*not '{text}'"):
+        model.parse_cpus("worker", 1, text)
 
 
 def test_design_job_lookup_names_the_jobs_there_are():
