@@ -1,10 +1,11 @@
 """How a Cluster displays in IPython: as its live ClusterDashboard (one per cluster).
 
-`register(shell)` adds a mimebundle formatter for `nbcluster.launch.cluster.Cluster`
-by name, so registering imports neither the launcher nor ipywidgets. The bundle
-is the dashboard's widget view plus its own text/html and text/plain; where
-ipywidgets is missing the formatter declines, and Cluster's `_repr_html_` and
-`__repr__` are shown as before.
+`register(shell)` adds a display function for `nbcluster.launch.cluster.Cluster`
+by name (IPython's `ipython_display_formatter`), so registering imports neither
+the launcher nor ipywidgets. It displays the dashboard under a display id of its
+own: the widget view plus its text/html and text/plain, replaced by a static
+snapshot when the dashboard closes or the kernel stops. Where ipywidgets is
+missing, Cluster's `_repr_html_` and `__repr__` are shown as before.
 """
 from __future__ import annotations
 
@@ -38,12 +39,14 @@ def dashboard_for(cluster):
         return dashboard
 
 
-def _cluster_bundle(cluster, include=None, exclude=None):
+def _show_cluster(cluster) -> None:
     try:
         import ipywidgets  # noqa: F401 - without it, Cluster's own reprs are shown
     except ImportError:
-        return None
-    return dashboard_for(cluster)._repr_mimebundle_(include=include, exclude=exclude)
+        from IPython.display import display
+        display({"text/plain": repr(cluster), "text/html": cluster._repr_html_()}, raw=True)
+        return
+    dashboard_for(cluster)._ipython_display_()
 
 
 def register(ipython) -> None:
@@ -54,16 +57,16 @@ def register(ipython) -> None:
     Raises:
       TypeError: `ipython` has no display formatter.
     """
-    formatter = getattr(getattr(ipython, "display_formatter", None), "mimebundle_formatter",
-                        None)
+    formatter = getattr(getattr(ipython, "display_formatter", None),
+                        "ipython_display_formatter", None)
     if formatter is None:
         raise TypeError(f"register needs an IPython shell, not {type(ipython).__name__}")
-    formatter.for_type_by_name(CLUSTER_MODULE, CLUSTER_CLASS, _cluster_bundle)
+    formatter.for_type_by_name(CLUSTER_MODULE, CLUSTER_CLASS, _show_cluster)
 
 
 def unregister(ipython) -> None:
     """Undoes `register` on `ipython` and closes every cached dashboard."""
-    formatter = ipython.display_formatter.mimebundle_formatter
+    formatter = ipython.display_formatter.ipython_display_formatter
     formatter.pop(f"{CLUSTER_MODULE}.{CLUSTER_CLASS}", None)
     close_all()
 

@@ -6,6 +6,8 @@ import sys
 
 import nbformat
 import pytest
+from IPython.display import display as ipython_display
+from IPython.utils.capture import capture_output
 from nbclient import NotebookClient
 
 import nbcluster.jupyter.display as display
@@ -13,6 +15,14 @@ import nbcluster.jupyter.display as display
 pytestmark = pytest.mark.timeout(180)
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def _shown(obj):
+    """The one output displaying `obj` makes (data, transient display id, ...)."""
+    with capture_output() as cap:
+        ipython_display(obj)
+    [output] = cap.outputs
+    return output
 
 
 @pytest.fixture
@@ -25,9 +35,11 @@ def registered(ip):
 
 def test_display_of_a_cluster_is_the_dashboard_bundle(registered, cluster_factory):
     cluster = cluster_factory({"worker": 2})
-    data, _ = registered.display_formatter.format(cluster)
+    shown = _shown(cluster)
+    data = shown.data
     assert {WIDGET, "text/html", "text/plain"} <= set(data)
     dashboard = display.dashboard_for(cluster)
+    assert dashboard.displays == [shown.transient["display_id"]]  # to put a snapshot in
     assert data[WIDGET]["model_id"] == dashboard.model_id
     assert data["text/html"].count('class="nbc-task nbc-state-up"') == 2
     assert data["text/plain"].splitlines()[0] == f"Cluster {cluster.name!r}"
@@ -36,12 +48,11 @@ def test_display_of_a_cluster_is_the_dashboard_bundle(registered, cluster_factor
 
 def test_displaying_again_reuses_the_dashboard_until_it_is_closed(registered, cluster_factory):
     cluster = cluster_factory({"worker": 1})
-    first, _ = registered.display_formatter.format(cluster)
-    again, _ = registered.display_formatter.format(cluster)
+    first, again = _shown(cluster).data, _shown(cluster).data
     assert first[WIDGET]["model_id"] == again[WIDGET]["model_id"]
     old = display.dashboard_for(cluster)
     old.close()
-    fresh, _ = registered.display_formatter.format(cluster)
+    fresh = _shown(cluster).data
     assert fresh[WIDGET]["model_id"] != first[WIDGET]["model_id"]
     assert not old.polling and display.dashboard_for(cluster).polling
 
@@ -53,7 +64,7 @@ def test_unregister_brings_back_the_cluster_table_and_closes_dashboards(register
     assert dashboard.polling
     display.unregister(registered)
     assert not dashboard.polling
-    data, _ = registered.display_formatter.format(cluster)
+    data = _shown(cluster).data
     assert WIDGET not in data
     assert "nbcluster-cluster" in data["text/html"]  # Cluster._repr_html_
 
@@ -97,7 +108,7 @@ def test_in_a_kernel_import_nbcluster_then_display_gives_the_dashboard(tmp_path)
     NotebookClient(notebook, timeout=120, kernel_name="python3",
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     (shown,) = notebook.cells[1].outputs
-    assert shown.output_type == "execute_result"
+    assert shown.output_type == "display_data"  # under a display id: a snapshot replaces it
     assert {WIDGET, "text/html", "text/plain"} <= set(shown.data)
     assert 'class="nbc-task nbc-state-up" data-task="/job:worker/task:0"' in \
         shown.data["text/html"]

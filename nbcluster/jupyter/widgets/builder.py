@@ -18,6 +18,7 @@ import ipywidgets as widgets
 from nbcluster import errors, progress
 from nbcluster.jupyter.widgets import builder_model as model
 from nbcluster.jupyter.widgets import builder_text
+from nbcluster.jupyter.widgets import snapshot
 from nbcluster.jupyter.widgets.builder_controls import (ActionBar, GeneratedTabs, LauncherForm,
                                                         close_all, job_panel, start_progress,
                                                         ticking)
@@ -31,7 +32,7 @@ def _message(error: BaseException) -> str:
     return error.message if isinstance(error, errors.OpError) else str(error)
 
 
-class ClusterBuilder(widgets.VBox):
+class ClusterBuilder(snapshot.Snapshotted, widgets.VBox):
     """Jobs, tasks, hosts and devices to edit; Launch, Stop and Restart-task buttons;
     the live status of what was launched; the equivalent cell and Python code.
 

@@ -4,6 +4,8 @@ A `StatusPoller` thread asks the tasks' GetStatus every `interval` seconds
 and rewrites the one HTML table only when a shown cell changed; a task
 selector and a button show the tail of a task's log. Polling ends at
 `close()`, `stop()`, when the cluster is stopped, or at interpreter exit.
+When it closes or the kernel stops, each of its displays is replaced by a
+static snapshot of the table (`snapshot.py`).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import threading
 
 import ipywidgets as widgets
 
+from nbcluster.jupyter.widgets import snapshot
 from nbcluster.jupyter.widgets.dashboard_model import DashboardModel
 from nbcluster.jupyter.widgets.status_poller import StatusPoller, observe
 from nbcluster.launch import Cluster
@@ -29,7 +32,7 @@ def _checked_interval(interval) -> float:
     return float(interval)
 
 
-class ClusterDashboard(widgets.VBox):
+class ClusterDashboard(snapshot.Snapshotted, widgets.VBox):
     """Per task: state, address, pid, uptime, devices with memory, sessions, steps,
     bytes sent/received and last error; the log tail of a chosen task.
 
@@ -107,7 +110,10 @@ class ClusterDashboard(widgets.VBox):
         self._poller.stop()
 
     def close(self) -> None:
-        """Stops polling and closes the widget and its children."""
+        """Stops polling, leaves a static snapshot where it was shown, and closes the
+        widget and its children."""
+        if not getattr(self, "_closed", True):
+            self.leave_snapshot(snapshot.CLOSED)  # before the children go
         self._closed = True
         # Widget.__del__ calls this too, also on an instance whose __init__ raised.
         poller = getattr(self, "_poller", None)
@@ -161,6 +167,16 @@ class ClusterDashboard(widgets.VBox):
         data["text/html"] = self.model.html()
         data["text/plain"] = self.model.text()
         return data
+
+    def _snapshot_bundle(self, reason: str) -> dict:
+        text = snapshot.note(reason)
+        # at kernel exit, the tasks this kernel started end with it: none shows "up"
+        ended = reason == snapshot.KERNEL_STOPPED and bool(self.cluster.pids)
+        if ended:
+            text += "; the tasks it started were stopped with it"
+        rows = self.model.snapshot_rows(ended)
+        return {"text/html": self.model.html(text, rows),
+                "text/plain": self.model.text(text, rows)}
 
     def __repr__(self) -> str:
         return f"ClusterDashboard({self.cluster.name!r}, {len(self.model.rows)} tasks)"

@@ -14,11 +14,12 @@ from __future__ import annotations
 import html
 import signal
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from nbcluster.jupyter.widgets.units import format_bytes
 
+RUNNING = ("up", "starting", "pending")  # states of a task that is (or will be) there
 STATE_COLORS = {"up": "#1a7f37", "starting": "#bf8700", "down": "#cf222e",
                 "failed": "#cf222e", "stopped": "#57606a", "pending": "#bf8700"}
 COLUMNS = ("task", "state", "address", "pid", "uptime", "devices", "sessions", "steps",
@@ -158,23 +159,48 @@ class DashboardModel:
         raise ValueError(f"the dashboard has no task /job:{job}/task:{index} (tasks: "
                          f"{', '.join(r.name for r in self.rows) or 'none'})")
 
-    def heading(self) -> str:
-        return f"Cluster {self.title!r}" + (" (stopped)" if self.stopped else "")
+    def heading(self, rows: Optional[tuple] = None) -> str:
+        """'Cluster 'demo'', and, when no task of it runs, why: '(stopped)', or
+        '(no task running: 1 failed, 1 stopped)' while the cluster itself was not stopped."""
+        rows = self.rows if rows is None else rows
+        title = f"Cluster {self.title!r}"
+        if self.stopped:
+            return f"{title} (stopped)"
+        if rows and not any(row.state in RUNNING for row in rows):
+            counts: dict = {}
+            for row in rows:
+                counts[row.state] = counts.get(row.state, 0) + 1
+            return f"{title} (no task running: " + ", ".join(
+                f"{n} {state}" for state, n in sorted(counts.items())) + ")"
+        return title
 
-    def html(self) -> str:
-        """The table as HTML: each <tr> says its task and state (class nbc-state-<state>)."""
+    def html(self, note: str = "", rows: Optional[tuple] = None) -> str:
+        """The table as HTML: each <tr> says its task and state (class nbc-state-<state>);
+        `note` (escaped) is shown under the heading, as a snapshot's is."""
+        rows = self.rows if rows is None else rows
         head = "".join(f"<th style='text-align:left;padding:2px 8px'>{html.escape(c)}</th>"
                        for c in COLUMNS)
-        body = "".join(_html_row(row) for row in self.rows)
-        return (f"<div class='nbc-dashboard-table'><b>{html.escape(self.heading())}</b>"
-                f"<table style='border-collapse:collapse;font-size:12px'><thead><tr>{head}"
-                f"</tr></thead><tbody>{body}</tbody></table></div>")
+        body = "".join(_html_row(row) for row in rows)
+        note = f"<div class='nbc-snapshot-note'><i>{html.escape(note)}</i></div>" if note \
+            else ""
+        return (f"<div class='nbc-dashboard-table'><b>{html.escape(self.heading(rows))}</b>"
+                f"{note}<table style='border-collapse:collapse;font-size:12px'><thead><tr>"
+                f"{head}</tr></thead><tbody>{body}</tbody></table></div>")
 
-    def text(self) -> str:
+    def snapshot_rows(self, tasks_ended: bool) -> tuple:
+        """The rows for a static snapshot: as last seen, or, when the tasks ended with
+        the kernel (it started them), every one "stopped" with no uptime."""
+        if not tasks_ended:
+            return self.rows
+        return tuple(replace(row, state="stopped", uptime="") if row.state in RUNNING
+                     else row for row in self.rows)
+
+    def text(self, note: str = "", rows: Optional[tuple] = None) -> str:
         """The heading, then the table as aligned plain-text columns."""
-        table = [COLUMNS] + [row.cells() for row in self.rows]
+        rows = self.rows if rows is None else rows
+        table = [COLUMNS] + [row.cells() for row in rows]
         widths = [max(len(r[i]) for r in table) for i in range(len(COLUMNS))]
-        lines = [self.heading()]
+        lines = [self.heading(rows)] + ([f"  ({note})"] if note else [])
         for r in table:
             lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
         return "\n".join(lines)

@@ -15,7 +15,7 @@ import anywidget
 import traitlets
 
 import nbcluster as tf
-from nbcluster.jupyter.widgets import STATIC
+from nbcluster.jupyter.widgets import STATIC, snapshot
 from nbcluster.jupyter.widgets.placement_metadata import from_run_metadata
 from nbcluster.jupyter.widgets.placement_model import (CLIENT, Placement, fetch_names,
                                                        from_graph, prune)
@@ -27,7 +27,7 @@ RANKDIRS = ("TB", "LR", "BT", "RL")
 _HTML_ROWS = 50  # transfers listed in the static fallback
 
 
-class PlacementView(anywidget.AnyWidget):
+class PlacementView(snapshot.Snapshotted, anywidget.AnyWidget):
     """The ops of a graph or a traced step, grouped by job → task → device.
 
     Args:

@@ -13,14 +13,14 @@ import pathlib
 import anywidget
 import traitlets
 
-from nbcluster.jupyter.widgets import STATIC
+from nbcluster.jupyter.widgets import STATIC, snapshot
 from nbcluster.jupyter.widgets.chrome_trace import chrome_trace, write_chrome_trace
 from nbcluster.jupyter.widgets.devices import color_of
 from nbcluster.jupyter.widgets.timeline_model import StepTimeline, from_run_metadata
 from nbcluster.jupyter.widgets.units import format_bytes, format_us
 
 
-class Timeline(anywidget.AnyWidget):
+class Timeline(snapshot.Snapshotted, anywidget.AnyWidget):
     """One step's ops as bars in one lane per device, transfers as arrows.
 
     Wheel or drag-select zooms, double-click resets, hovering a bar shows the
