@@ -20,6 +20,7 @@ from typing import Callable, Optional
 from nbcluster import errors
 from nbcluster.distributed import send_recv  # noqa: F401 - registers _Send/_Recv
 from nbcluster.distributed.partition import partition
+from nbcluster.distributed.process_usage import ProcessUsage
 from nbcluster.distributed.rendezvous import task_of
 from nbcluster.distributed.step_stats import build_step_stats
 from nbcluster.distributed.tensor_receiving import TensorReceiver, prefetch_plan
@@ -92,15 +93,18 @@ class Worker:
         self.bytes_sent = 0
         self.bytes_received = 0
         self.last_error = ""
+        self._usage = ProcessUsage()
 
     # -- status ------------------------------------------------------------
     def get_status(self, timeout: Optional[float] = None):
+        cpu_percent, rss_bytes = self._usage.sample()
         response = worker_pb2.GetStatusResponse(
             incarnation_start_unix_micros=int(self.started * 1e6), pid=os.getpid(),
             host=socket.gethostname(), steps_run=self.steps_run, bytes_sent=self.bytes_sent,
             bytes_received=self.bytes_received,
             active_sessions=len(self._sessions) + len(self._default_handles),
-            last_error=self.last_error, job_name=self.job, task_index=self.task)
+            last_error=self.last_error, job_name=self.job, task_index=self.task,
+            cpu_percent=cpu_percent, rss_bytes=rss_bytes)
         for d in self.devices.values():
             response.device_attributes.add(
                 name=d.name, device_type=d.device_type, memory_limit=d.memory_limit,

@@ -13,7 +13,8 @@ Answer (JSON), one entry per cluster, oldest first ("id" names it in the stop UR
     "launcher": "local", "tasks": [{"job": "worker", "index": 0,
     "address": "127.0.0.1:40123", "target": "grpc://127.0.0.1:40123",
     "host": "127.0.0.1", "state": "up", "pid": 4250, "steps_run": 3,
-    "bytes_sent": 120, "bytes_received": 96, "last_error": ""}]}]
+    "bytes_sent": 120, "bytes_received": 96, "last_error": "", "cpu_percent": 3.0,
+    "rss_bytes": 104857600}]}]  (cpu_percent: of one core; both the task process's own)
 """
 from __future__ import annotations
 
@@ -39,13 +40,14 @@ def _task_view(task: dict, response) -> dict:
     """A record's task plus what its GetStatus said ("down": no answer, or another
     task's server now answers at that address)."""
     view = dict(task, state="down", steps_run=0, bytes_sent=0, bytes_received=0,
-                last_error="")
+                last_error="", cpu_percent=None, rss_bytes=0)
     if response is None or (response.job_name and (response.job_name, response.task_index)
                             != (task.get("job"), task.get("index"))):
         return view
     view.update(state="up", pid=response.pid or task.get("pid"), steps_run=response.steps_run,
                 bytes_sent=response.bytes_sent, bytes_received=response.bytes_received,
-                last_error=response.last_error)
+                last_error=response.last_error, cpu_percent=response.cpu_percent,
+                rss_bytes=response.rss_bytes)
     return view
 
 

@@ -20,7 +20,7 @@ from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.launch import records, table
 from nbcluster.launch.cluster_args import config_json, job_counts, make_launcher, spec_tasks
 from nbcluster.launch.errors import LaunchError
-from nbcluster.launch.launcher import LocalLauncher, log_tail, stop_all
+from nbcluster.launch.launcher import LocalLauncher, log_tail, signal_name, stop_all
 from nbcluster.launch.startup import Task, await_tasks, spec_of, start_task, start_tasks
 from nbcluster.launch.status import StatusClient, TaskStatus, task_status
 from nbcluster.launch.task_devices import task_devices
@@ -351,11 +351,27 @@ class Cluster:
         if self._launcher is None or task.process is None:
             return None
         code = task.process.poll()
-        if self._launcher.kind == "local" or code is None:
-            return code
-        # ssh passes on its server's status except 255; srun too, below 128 (128+N: signal N)
-        limit = {"ssh": 255, "slurm": 128}.get(self._launcher.kind, 0)
-        return code if 0 <= code < limit else None
+        if self._launcher.kind != "local" and code is not None:
+            # ssh passes on its server's status except 255; srun too, below 128 (128+N: N)
+            limit = {"ssh": 255, "slurm": 128}.get(self._launcher.kind, 0)
+            code = code if 0 <= code < limit else None
+        if code is not None:
+            self._log_exit(task, code)
+        return code
+
+    def _log_exit(self, task: Task, code: int) -> None:
+        """Ends the task's log with how its process ended, once per run: a SIGKILLed
+        task writes nothing itself, and its log must still say why it stopped."""
+        if task.exit_logged or self._stopped or not task.log_path:
+            return
+        task.exit_logged = True
+        how = f"was killed by {signal_name(-code)}" if code < 0 else \
+            f"exited with status {code}"
+        try:
+            with open(task.log_path, "a", encoding="utf-8") as log:
+                log.write(f"[nbcluster] {task.name} {how}\n")
+        except OSError:  # its log folder is gone (the cluster is being stopped)
+            pass
 
     def status(self, timeout: float = 2.0) -> list:
         """A TaskStatus per task, from each one's GetStatus (asked concurrently).
@@ -384,8 +400,9 @@ class Cluster:
         return out
 
     def logs(self, job: str, index: int, tail: int = 50) -> str:
-        """The last `tail` lines of the task's stdout+stderr ("" once stopped or if
-        this cluster did not start it)."""
+        """The last `tail` lines of the task's stdout+stderr, ending with how its process
+        ended if it did ("" once stopped or if this cluster did not start it)."""
+        self.exit_code(job, index)  # notes an exit in the log
         return log_tail(self._task(job, index).log_path, tail) if self._logdir else ""
 
     def wait_ready(self, timeout: float = 30.0) -> None:

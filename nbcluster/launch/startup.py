@@ -44,6 +44,7 @@ class Task:
         self.log_path = ""
         self.state = "starting"  # our last word on it: starting | up | stopped
         self.host_name = ""  # the host name its GetStatus reported
+        self.exit_logged = False  # its log ends with how its current process ended
 
     @property
     def name(self) -> str:
@@ -183,7 +184,7 @@ def start_task(task: Task, tasks: list, launcher, status: StatusClient, logdir: 
     args = ["--cluster", json.dumps(spec_of(tasks).as_dict()), "--job", task.job,
             "--task", str(task.index)] + (["--config", config] if config else [])
     on_host = sum(t.host == task.host for t in tasks)
-    task.state = "starting"
+    task.state, task.exit_logged = "starting", False
     status.forget(task.address)  # a fresh channel, no stale backoff
     env = task.devices.env()
     if token:

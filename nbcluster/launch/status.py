@@ -39,6 +39,8 @@ class TaskStatus:
     active_sessions: int = 0
     last_error: str = ""
     device_memory: tuple = ()  # bytes per device, in `devices`' order (0: unknown)
+    cpu_percent: Optional[float] = None  # the task process's, of one core (None: unknown)
+    rss_bytes: int = 0  # the task process's resident memory (0: unknown)
 
 
 class StatusClient:
@@ -119,7 +121,8 @@ def task_status(job: str, index: int, address: str, response, state: str,
         tuple(d.name for d in devices),
         max(0.0, time.time() - start) if start else None, response.steps_run,
         response.bytes_sent, response.bytes_received, response.active_sessions,
-        response.last_error, tuple(int(d.memory_limit) for d in devices))
+        response.last_error, tuple(int(d.memory_limit) for d in devices),
+        response.cpu_percent, response.rss_bytes)
 
 
 def task_of(address: str, timeout: float) -> tuple:

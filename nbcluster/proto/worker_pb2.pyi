@@ -13,7 +13,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("device_attributes", "incarnation_start_unix_micros", "pid", "host", "steps_run", "bytes_sent", "bytes_received", "active_sessions", "last_error", "job_name", "task_index")
+    __slots__ = ("device_attributes", "incarnation_start_unix_micros", "pid", "host", "steps_run", "bytes_sent", "bytes_received", "active_sessions", "last_error", "job_name", "task_index", "cpu_percent", "rss_bytes")
     DEVICE_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_START_UNIX_MICROS_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
@@ -25,6 +25,8 @@ class GetStatusResponse(_message.Message):
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
     JOB_NAME_FIELD_NUMBER: _ClassVar[int]
     TASK_INDEX_FIELD_NUMBER: _ClassVar[int]
+    CPU_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    RSS_BYTES_FIELD_NUMBER: _ClassVar[int]
     device_attributes: _containers.RepeatedCompositeFieldContainer[_config_pb2.DeviceAttributes]
     incarnation_start_unix_micros: int
     pid: int
@@ -36,7 +38,9 @@ class GetStatusResponse(_message.Message):
     last_error: str
     job_name: str
     task_index: int
-    def __init__(self, device_attributes: _Optional[_Iterable[_Union[_config_pb2.DeviceAttributes, _Mapping]]] = ..., incarnation_start_unix_micros: _Optional[int] = ..., pid: _Optional[int] = ..., host: _Optional[str] = ..., steps_run: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., bytes_received: _Optional[int] = ..., active_sessions: _Optional[int] = ..., last_error: _Optional[str] = ..., job_name: _Optional[str] = ..., task_index: _Optional[int] = ...) -> None: ...
+    cpu_percent: float
+    rss_bytes: int
+    def __init__(self, device_attributes: _Optional[_Iterable[_Union[_config_pb2.DeviceAttributes, _Mapping]]] = ..., incarnation_start_unix_micros: _Optional[int] = ..., pid: _Optional[int] = ..., host: _Optional[str] = ..., steps_run: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., bytes_received: _Optional[int] = ..., active_sessions: _Optional[int] = ..., last_error: _Optional[str] = ..., job_name: _Optional[str] = ..., task_index: _Optional[int] = ..., cpu_percent: _Optional[float] = ..., rss_bytes: _Optional[int] = ...) -> None: ...
 
 class CreateWorkerSessionRequest(_message.Message):
     __slots__ = ("session_handle", "server_def", "isolate_session_state", "cluster_device_attributes", "master_task", "master_incarnation")

@@ -104,11 +104,15 @@ def test_lists_a_running_cluster_with_its_tasks_live_state(same_runtime):
         assert {key: t["steps_run"] for key, t in tasks.items()} == steps
         assert steps["ps", 0] >= 1 and steps["worker", 1] >= 1
         assert all(t["last_error"] == "" for t in tasks.values())
+        # each task process's own figures
+        assert all(t["rss_bytes"] > 0 and t["cpu_percent"] >= 0 for t in tasks.values())
 
         cluster.kill("worker", 1)
         [listed] = _get(same_runtime)
         states = {(t["job"], t["index"]): t["state"] for t in listed["tasks"]}
         assert states == {("ps", 0): "up", ("worker", 0): "up", ("worker", 1): "down"}
+        [gone] = [t for t in listed["tasks"] if (t["job"], t["index"]) == ("worker", 1)]
+        assert (gone["cpu_percent"], gone["rss_bytes"]) == (None, 0)
     assert _get(same_runtime) == []
 
 

@@ -230,6 +230,43 @@ def test_status_counts_open_sessions_and_keeps_the_last_error(clusters):
     assert cluster.status()[0].active_sessions == 0
 
 
+def test_a_task_log_ends_with_how_its_process_ended(clusters):
+    cluster = Cluster.local(ps=0, worker=2)
+    clusters.append(cluster)
+    cluster.kill("worker", 0)
+    note = "[nbcluster] /job:worker/task:0 was killed by SIGKILL"
+    log = cluster.logs("worker", 0)
+    assert log.splitlines()[-1] == note and "serving /job:worker/task:0" in log
+    assert cluster.logs("worker", 0).count(note) == 1  # once per run, however often read
+    assert "[nbcluster]" not in cluster.logs("worker", 1)  # still running
+    cluster.restart("worker", 0)  # the same log goes on; the next end is noted again
+    assert cluster.logs("worker", 0).splitlines()[-1] != note
+    cluster.kill("worker", 0)
+    log = cluster.logs("worker", 0)
+    assert log.count(note) == 2 and log.count("serving /job:worker/task:0") == 2
+    assert log.splitlines()[-1] == note
+
+
+def test_status_gives_the_task_processes_own_cpu_and_memory(clusters):
+    import psutil
+    cluster = Cluster.local(ps=0, worker=1)
+    clusters.append(cluster)
+    (first,) = cluster.status()
+    assert first.cpu_percent is not None and first.rss_bytes > 0
+    graph = tf.Graph()
+    with graph.as_default(), tf.device("/job:worker/task:0"):
+        a = tf.ones([400, 400])
+        for _ in range(30):  # CPU time spent in the task, not here
+            a = tf.matmul(a, tf.ones([400, 400])) / 400.0
+    with tf.Session(cluster.target("worker", 0), graph=graph) as sess:
+        sess.run(a)
+    (status,) = cluster.status()
+    assert status.cpu_percent > 0.0
+    task_rss = psutil.Process(status.pid).memory_info().rss
+    assert 0.5 * task_rss < status.rss_bytes < 2 * task_rss  # that process's, ...
+    assert status.rss_bytes < psutil.virtual_memory().total / 4  # ... not the host's
+
+
 def test_config_and_env_reach_every_task(clusters):
     config = tf.ConfigProto(device_count={"CPU": 2})
     cluster = Cluster.local(ps=1, worker=1, config=config, env={"OPENBLAS_NUM_THREADS": "1"})

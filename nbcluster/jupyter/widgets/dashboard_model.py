@@ -14,25 +14,31 @@ from __future__ import annotations
 import html
 import signal
 import threading
+import time
 from dataclasses import dataclass, replace
 from typing import Optional
 
+from nbcluster.jupyter.widgets.dashboard_usage import (UsageHistory, format_cpu,
+                                                       sparkline_svg)
 from nbcluster.jupyter.widgets.units import format_bytes
 
 RUNNING = ("up", "starting", "pending")  # states of a task that is (or will be) there
 STATE_COLORS = {"up": "#1a7f37", "starting": "#bf8700", "down": "#cf222e",
                 "failed": "#cf222e", "stopped": "#57606a", "pending": "#bf8700"}
-COLUMNS = ("task", "state", "address", "pid", "uptime", "devices", "sessions", "steps",
-           "sent", "received", "last error")
+COLUMNS = ("task", "state", "address", "pid", "uptime", "CPU", "memory", "devices",
+           "sessions", "steps", "sent", "received", "last error")
 
 
 def format_devices(names: tuple, memory: tuple = ()) -> str:
-    """'CPU:0 (24 GiB), GPU:0 (80 GiB)' from full device names and their bytes."""
+    """'CPU:0, GPU:0 (80 GiB)' from full device names and their bytes. A CPU device's
+    limit is the host's memory, not the task's (that is the memory column), so only
+    the other devices show theirs."""
     parts = []
     for i, name in enumerate(names):
         short = name.rsplit("/device:", 1)[-1]
         limit = memory[i] if i < len(memory) else 0
-        parts.append(f"{short} ({format_bytes(limit)})" if limit else short)
+        shown = limit and not short.upper().startswith("CPU")
+        parts.append(f"{short} ({format_bytes(limit)})" if shown else short)
     return ", ".join(parts)
 
 
@@ -79,12 +85,16 @@ class TaskRow:
     address: str
     pid: str
     uptime: str
+    cpu: str
+    memory: str
     devices: str
     sessions: str
     steps: str
     sent: str
     received: str
     error: str
+    cpu_trend: tuple = ()  # samples of the last minutes, oldest first (sparklines)
+    memory_trend: tuple = ()
 
     @property
     def name(self) -> str:
@@ -92,12 +102,15 @@ class TaskRow:
 
     def cells(self) -> tuple:
         """The row's strings in COLUMNS' order."""
-        return (self.name, self.state, self.address, self.pid, self.uptime, self.devices,
-                self.sessions, self.steps, self.sent, self.received, self.error)
+        return (self.name, self.state, self.address, self.pid, self.uptime, self.cpu,
+                self.memory, self.devices, self.sessions, self.steps, self.sent, self.received,
+                self.error)
 
 
-def row_of(status, exit_code: Optional[int] = None, cluster_stopped: bool = False) -> TaskRow:
-    """A TaskRow from a TaskStatus; counters are blank when the task did not answer."""
+def row_of(status, exit_code: Optional[int] = None, cluster_stopped: bool = False,
+           trends: tuple = ((), ())) -> TaskRow:
+    """A TaskRow from a TaskStatus; counters are blank when the task did not answer;
+    `trends` are its (cpu, memory) samples of the last minutes."""
     state = derive_state(status.state, exit_code, cluster_stopped)
     answered = status.uptime_s is not None
     error = status.last_error.splitlines()[0][:160] if status.last_error else ""
@@ -109,10 +122,12 @@ def row_of(status, exit_code: Optional[int] = None, cluster_stopped: bool = Fals
     return TaskRow(
         status.job, status.index, state, status.address, str(status.pid or ""),
         format_uptime(status.uptime_s) if state == "up" else "",
+        counter(format_cpu(status.cpu_percent)),
+        counter(format_bytes(status.rss_bytes) if status.rss_bytes else ""),
         format_devices(status.devices, status.device_memory),
         counter(str(status.active_sessions)), counter(str(status.steps_run)),
         counter(format_bytes(status.bytes_sent)), counter(format_bytes(status.bytes_received)),
-        error)
+        error, *(trends if answered else ((), ())))
 
 
 class DashboardModel:
@@ -127,20 +142,27 @@ class DashboardModel:
         self.rows: tuple = ()
         self.version = 0  # bumped by every update that changed what is shown
         self.stopped = False
+        self.usage = UsageHistory()
         self._lock = threading.Lock()  # the poller thread and the kernel both update
 
     def update(self, statuses: list, exit_codes: Optional[dict] = None,
-               cluster_stopped: bool = False) -> bool:
+               cluster_stopped: bool = False, now: Optional[float] = None) -> bool:
         """Takes one poll's TaskStatus rows; True if any shown cell changed.
 
         Args:
           exit_codes: {(job, index): exit code} of local processes that ended.
           cluster_stopped: the cluster was stopped: every task shows "stopped".
+          now: the poll's time.monotonic() (for the sparklines' samples).
         """
         codes = exit_codes or {}
-        rows = tuple(row_of(s, codes.get((s.job, s.index)), cluster_stopped)
-                     for s in sorted(statuses, key=lambda s: (s.job, s.index)))
+        now = time.monotonic() if now is None else now
+        ordered = sorted(statuses, key=lambda s: (s.job, s.index))
         with self._lock:
+            for s in ordered:
+                if s.uptime_s is not None:  # it answered
+                    self.usage.add((s.job, s.index), s.cpu_percent, s.rss_bytes, now)
+            rows = tuple(row_of(s, codes.get((s.job, s.index)), cluster_stopped,
+                                self.usage.trends((s.job, s.index))) for s in ordered)
             changed = rows != self.rows or cluster_stopped != self.stopped
             if changed:
                 self.rows, self.stopped = rows, cluster_stopped
@@ -209,8 +231,9 @@ class DashboardModel:
 def _html_row(row: TaskRow) -> str:
     color = STATE_COLORS.get(row.state, "inherit")
     cells = []
+    sparks = {"CPU": sparkline_svg(row.cpu_trend, 100.0), "memory": sparkline_svg(row.memory_trend)}
     for column, cell in zip(COLUMNS, row.cells()):
-        text = html.escape(cell)
+        text = html.escape(cell) + sparks.get(column, "")
         if column == "state":
             text = f"<span style='color:{color};font-weight:bold'>&#9679; {text}</span>"
         cells.append(f"<td class='nbc-{column.replace(' ', '-')}' "

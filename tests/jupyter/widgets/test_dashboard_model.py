@@ -25,8 +25,9 @@ def status(job="worker", index=0, state="up", pid=100, uptime=5.0, **counters) -
                       device_memory=(24 * GIB,) if answered else (), **counters)
 
 
-def test_devices_show_their_memory():
-    assert format_devices((CPU, GPU), (24 * GIB, 80 * GIB)) == "CPU:0 (24 GiB), GPU:0 (80 GiB)"
+def test_devices_show_their_memory_but_the_host_memory_of_a_cpu_is_not_shown():
+    # a CPU device's limit is the host's RAM: the task's own memory is its memory column
+    assert format_devices((CPU, GPU), (24 * GIB, 80 * GIB)) == "CPU:0, GPU:0 (80 GiB)"
     assert format_devices((CPU,), (0,)) == "CPU:0"  # unknown memory: no "(0 B)"
     assert format_devices((CPU,)) == "CPU:0"
 
@@ -92,7 +93,27 @@ def test_counters_are_formatted():
                          active_sessions=2)])
     row = model.rows[0]
     assert (row.steps, row.sent, row.received, row.sessions) == ("7", "1.5 KiB", "3 GiB", "2")
-    assert row.devices == "CPU:0 (24 GiB)"
+    assert row.devices == "CPU:0"
+
+
+def test_cpu_and_memory_are_the_tasks_own_with_sparklines_of_the_last_minutes():
+    model = DashboardModel("c")
+    model.update([status(cpu_percent=12.4, rss_bytes=300 << 20)], now=100.0)
+    row = model.rows[0]
+    assert (row.cpu, row.memory) == ("12%", "300 MiB")
+    assert row.cpu_trend == (12.4,) and "<svg" not in model.html()  # one sample: no line
+    # polls between samples change nothing shown when the figures round the same
+    assert model.update([status(cpu_percent=12.3, rss_bytes=300 << 20)], now=101.0) is False
+    for i, cpu in enumerate([50.0, 150.0, 30.0]):
+        model.update([status(cpu_percent=cpu, rss_bytes=(301 + i) << 20)], now=105.0 + 5 * i)
+    row = model.rows[0]
+    assert row.cpu_trend == (12.4, 50.0, 150.0, 30.0)
+    assert row.memory_trend == tuple(n << 20 for n in (300, 301, 302, 303))
+    assert (row.cpu, row.memory) == ("30%", "303 MiB")
+    assert model.html().count("<svg class='nbc-spark'") == 2  # CPU and memory
+    model.update([status(state="down", uptime=None)], now=200.0)  # silent: no figures
+    row = model.rows[0]
+    assert (row.cpu, row.memory, row.cpu_trend) == ("", "", ())
 
 
 def test_only_a_change_in_what_is_shown_counts():
