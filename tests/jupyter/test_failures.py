@@ -22,7 +22,9 @@ STEP = """\
 import nbcluster as tf
 with tf.Graph().as_default():
     y = tf.constant(1.0) + 1.0
-    with tf.Session(demo.target("worker", 1)) as sess:
+    # bounded: a client waits for a master that is not up (a minute by default)
+    config = tf.ConfigProto(operation_timeout_in_ms=2000)
+    with tf.Session(demo.target("worker", 1), config=config) as sess:
         sess.run(y)
 """
 
@@ -89,7 +91,7 @@ def test_an_op_error_shows_user_frames_and_the_dead_task(ip):
     assert lines[-1] == ("worker/task:1 was killed by SIGKILL; "
                          "`%tfserver restart demo worker:1`")
     assert "UnavailableError" in lines[-2]
-    assert "----> 5     sess.run(y)" in shown  # the user's own line
+    assert "----> 7     sess.run(y)" in shown  # the user's own line
     package = os.path.dirname(nbcluster.__file__)
     assert package not in shown and "contextlib" not in shown and "File " not in shown
     assert result.error_in_exec.__traceback__ is not None  # the error itself is untouched
