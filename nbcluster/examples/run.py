@@ -17,7 +17,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nbcluster.examples.corpus import HERE, PROGRAMS, Program
+from nbcluster.launch.process import free_ports
 
 IMPORT_LINE = "import nbcluster as tf\n"
 TF_IMPORTS = {"v1": "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n"}
@@ -41,18 +41,6 @@ class Task:
     log: Path
     trains: bool
     proc: subprocess.Popen | None = None
-
-
-def free_ports(n: int) -> list:
-    """n distinct ports free on 127.0.0.1 now (held open together, so no repeats)."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def cluster_of(program: Program) -> dict:
