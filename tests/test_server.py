@@ -276,7 +276,9 @@ def test_stopped_server_target_is_unavailable():
     server = tf.distribute.Server.create_local_server()
     target = server.target
     server.stop()
-    client = GrpcMasterClient(target[len("grpc://"):])
+    # a client waits for a master not up yet, up to the session's operation timeout
+    client = GrpcMasterClient(target[len("grpc://"):],
+                              config=tf.ConfigProto(operation_timeout_in_ms=1000))
     start = time.monotonic()
     with tf.Graph().as_default() as g:
         tf.constant(1.0)
