@@ -228,6 +228,12 @@ def test_looper_thread_calls_its_target_until_the_stop():
     assert not looper.is_alive()
 
 
+def new_runner_threads(before: set) -> list:
+    """The live queue-runner threads started since `before` was taken."""
+    return [t for t in threading.enumerate()
+            if t not in before and "runner" in t.name and t.is_alive()]
+
+
 def test_queue_runners_start_with_the_session_and_end_with_it(tmp_path):
     queue = tf.FIFOQueue(2, tf.float32)
     counter = tf.Variable(0.0, name="counter")
@@ -236,9 +242,10 @@ def test_queue_runners_start_with_the_session_and_end_with_it(tmp_path):
     taken = queue.dequeue()
     sv = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=None,
                              save_summaries_secs=None)
+    before = set(threading.enumerate())  # other tests' threads may be named "runner" too
     with sv.managed_session() as sess:
         got = [float(sess.run(taken)) for _ in range(3)]
-        runners = [t for t in threading.enumerate() if "runner" in t.name and t.is_alive()]
+        runners = new_runner_threads(before)
         assert runners  # and now blocked in an enqueue on the full queue
     assert got == [1.0, 2.0, 3.0]
     assert not any(t.is_alive() for t in runners)
@@ -256,10 +263,11 @@ def test_stop_ends_a_queue_runner_blocked_in_its_step(tmp_path):
     tf.train.add_queue_runner(tf.train.QueueRunner(dummy, [stuck]))
     sv = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=None,
                              save_summaries_secs=None)  # stop_grace_secs: TF's 120
+    before = set(threading.enumerate())
     sess = sv.prepare_or_wait_for_session()
     while float(sess.run(entered)) < 1.0:  # the runner is inside its step
         pass
-    runners = [t for t in threading.enumerate() if "runner" in t.name and t.is_alive()]
+    runners = new_runner_threads(before)
     assert runners
     sv.stop()
     assert not any(t.is_alive() for t in runners)
