@@ -57,7 +57,9 @@ def tasks_of(program: Program, script: Path, cluster: dict, workdir: Path) -> li
     tasks = []
     for job, index in roles:
         argv = [sys.executable, str(script), *program.args]
-        env = dict(os.environ)
+        # A served task's checkpoint root is its working directory, as from a user's shell;
+        # named here so that an inherited NBCLUSTER_CHECKPOINT_DIR cannot point elsewhere.
+        env = dict(os.environ, NBCLUSTER_CHECKPOINT_DIR=str(workdir))
         if program.launch == "flags":
             argv += [f"--ps_hosts={','.join(cluster['ps'])}",
                      f"--worker_hosts={','.join(cluster['worker'])}",

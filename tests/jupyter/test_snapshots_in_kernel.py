@@ -74,10 +74,11 @@ def test_kernel_shutdown_replaces_the_dashboard_with_its_snapshot(tmp_path, monk
         before = _drain(kc, time.monotonic() + 30)
         [pids] = [json.loads(m["content"]["text"]) for m in before
                   if m["msg_type"] == "stream" and m["parent_header"].get("msg_id") == pids_in]
-        [display_id] = [m["content"]["transient"]["display_id"] for m in before
-                        if m["msg_type"] == "display_data" and
-                        m["parent_header"].get("msg_id") == shown_in and
-                        WIDGET in m["content"]["data"]]
+        # the dashboard is the cell's last widget: a slow start shows a progress bar first
+        display_id = [m["content"]["transient"]["display_id"] for m in before
+                      if m["msg_type"] == "display_data" and
+                      m["parent_header"].get("msg_id") == shown_in and
+                      WIDGET in m["content"]["data"]][-1]
         kc.shutdown()
         deadline = time.monotonic() + 30
         after = []
