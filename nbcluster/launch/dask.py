@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 import uuid
 from typing import Optional
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from nbcluster.launch.errors import LaunchError
-from nbcluster.launch.launcher import stop_all
+from nbcluster.launch.launcher import EngineProcess
 from nbcluster.launch.process import child_env, free_ports, spawn, wait_port_free
 from nbcluster.launch.startup import Task, await_tasks
 
@@ -98,14 +96,12 @@ def _on_worker_restart(name: str, dask_worker=None) -> int:
     return dask_worker.plugins[name].start(dask_worker)
 
 
-class DaskProcess:
+class DaskProcess(EngineProcess):
     """One task on a Dask worker, reached by the worker's name (its address may change)."""
 
     def __init__(self, launcher: "DaskLauncher", worker_name: str) -> None:
+        super().__init__()
         self.launcher, self.worker_name = launcher, worker_name
-        self.pid: Optional[int] = None
-        self.server_pid: Optional[int] = None
-        self._code: Optional[int] = None
 
     def _run(self, function, *args):
         """`function` on this task's worker; None where the worker cannot be reached."""
@@ -118,32 +114,14 @@ class DaskProcess:
         except Exception:  # noqa: BLE001 - a closed client or a dying worker: unreachable
             return None
 
-    def poll(self) -> Optional[int]:
-        return self._code
+    def _exit_code(self) -> Optional[int]:
+        return self._run(_on_worker_exit_code)
 
-    def signal(self, sig: int) -> None:
-        self._run(_on_worker_signal, int(sig))
+    def _send(self, sig: int) -> None:
+        self._run(_on_worker_signal, sig)
 
-    def terminate(self) -> None:
-        self.signal(signal.SIGTERM)
-
-    def wait_until(self, deadline: float) -> bool:
-        while True:
-            code = self._run(_on_worker_exit_code)
-            if code is not None:
-                self._code = code
-                return True
-            if self.launcher.address_of(self.worker_name) is None or \
-                    time.monotonic() >= deadline:
-                return self.launcher.address_of(self.worker_name) is None
-            time.sleep(0.05)
-
-    def force(self) -> None:
-        self.signal(signal.SIGKILL)
-        self.wait_until(time.monotonic() + 5.0)
-
-    def stop(self, grace: float) -> None:
-        stop_all([self], grace)
+    def _gone(self) -> bool:
+        return self.launcher.address_of(self.worker_name) is None
 
 
 class DaskLauncher:

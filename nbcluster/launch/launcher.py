@@ -88,6 +88,55 @@ def wait_until(proc: subprocess.Popen, deadline: float) -> bool:
     return True
 
 
+class EngineProcess:
+    """A task process that an engine (a Dask worker, a Ray actor) holds, reached only
+    through that engine: a subclass says how to ask its exit code (`_exit_code`,
+    None when not known now), how to signal it (`_send`), and whether the place it
+    ran is gone (`_gone`: nothing is left to wait for)."""
+
+    def __init__(self) -> None:
+        self.pid: Optional[int] = None
+        self.server_pid: Optional[int] = None
+        self._code: Optional[int] = None
+
+    def _exit_code(self) -> Optional[int]:
+        raise NotImplementedError
+
+    def _send(self, sig: int) -> None:
+        raise NotImplementedError
+
+    def _gone(self) -> bool:
+        return False
+
+    def poll(self) -> Optional[int]:
+        return self._code
+
+    def signal(self, sig: int) -> None:
+        self._send(int(sig))
+
+    def terminate(self) -> None:
+        self.signal(signal.SIGTERM)
+
+    def wait_until(self, deadline: float) -> bool:
+        while True:
+            code = self._exit_code()
+            if code is not None:
+                self._code = code
+                return True
+            if self._gone():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+    def force(self) -> None:
+        self.signal(signal.SIGKILL)
+        self.wait_until(time.monotonic() + 5.0)
+
+    def stop(self, grace: float) -> None:
+        stop_all([self], grace)
+
+
 class LocalProcess:
     """A task process on this host."""
 

@@ -14,10 +14,8 @@ Rules:
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from typing import Optional
 
 import ray
@@ -27,7 +25,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, \
     PlacementGroupSchedulingStrategy
 
 from nbcluster.launch.errors import LaunchError
-from nbcluster.launch.launcher import stop_all
+from nbcluster.launch.launcher import EngineProcess
 from nbcluster.launch.process import child_env, free_ports, spawn, wait_port_free
 from nbcluster.launch.startup import Task, await_tasks
 
@@ -64,14 +62,12 @@ class TaskActor:
         return self.proc.poll() if self.proc is not None else 0
 
 
-class RayProcess:
+class RayProcess(EngineProcess):
     """One task's actor, as Cluster sees a task process."""
 
     def __init__(self, actor) -> None:
+        super().__init__()
         self.actor = actor
-        self.pid: Optional[int] = None
-        self.server_pid: Optional[int] = None
-        self._code: Optional[int] = None
 
     def _call(self, method, *args):
         """`actor.method(*args)`; None where the actor is dead or does not answer."""
@@ -80,31 +76,11 @@ class RayProcess:
         except (ray.exceptions.RayError, TimeoutError):
             return None
 
-    def poll(self) -> Optional[int]:
-        return self._code
+    def _exit_code(self) -> Optional[int]:
+        return self._call("exit_code")
 
-    def signal(self, sig: int) -> None:
-        self._call("signal", int(sig))
-
-    def terminate(self) -> None:
-        self.signal(signal.SIGTERM)
-
-    def wait_until(self, deadline: float) -> bool:
-        while True:
-            code = self._call("exit_code")
-            if code is not None:
-                self._code = code
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)
-
-    def force(self) -> None:
-        self.signal(signal.SIGKILL)
-        self.wait_until(time.monotonic() + 5.0)
-
-    def stop(self, grace: float) -> None:
-        stop_all([self], grace)
+    def _send(self, sig: int) -> None:
+        self._call("signal", sig)
 
 
 class RayLauncher:
