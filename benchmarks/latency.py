@@ -67,7 +67,7 @@ def _cases(target: str, where: str, extra: dict) -> None:
 
 
 def _raw_unary(extra: dict) -> None:
-    from nbcluster.rpc import channels
+    from nbcluster.rpc.grpc_transport import channels
 
     with subprocess_server(script=RAW_ECHO_SCRIPT) as (target, _proc, _):
         address = target[len("grpc://"):]

@@ -17,8 +17,8 @@ import time
 import numpy as np
 
 from nbcluster.proto import graph_pb2
-from nbcluster.rpc.tensor_decoding import decode_tensor
-from nbcluster.rpc.tensor_encoding import encode_tensor
+from nbcluster.rpc.codec.tensor_decoding import decode_tensor
+from nbcluster.rpc.codec.tensor_encoding import encode_tensor
 
 CASES = [("float32 1MiB", 2**20, 300), ("float32 64MiB", 64 * 2**20, 12)]
 

@@ -1,4 +1,5 @@
-"""Only nbcluster/rpc (and the generated nbcluster/proto) import grpc, and its errors stay there.
+"""Only nbcluster/rpc/grpc_transport (and the generated nbcluster/proto) import grpc, and its errors
+stay there.
 
 nbcluster/rpc/__init__.py sets GRPC_EXPERIMENTS and GRPC_VERBOSITY, which
 gRPC reads once, when it is first imported: a module elsewhere that imported
@@ -16,7 +17,7 @@ import pytest
 pytestmark = pytest.mark.timeout(120)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "nbcluster"
-ALLOWED = ("nbcluster.rpc", "nbcluster.proto")
+ALLOWED = ("nbcluster.rpc.grpc_transport", "nbcluster.proto")
 SETTINGS = ("GRPC_EXPERIMENTS", "GRPC_VERBOSITY")
 
 
@@ -66,7 +67,8 @@ def test_only_rpc_and_proto_import_grpc():
             continue
         found += [f"{path.relative_to(ROOT.parent)}:{line} imports {module}"
                   for line, module in grpc_imports(ast.parse(path.read_text()))]
-    assert not found, "grpc belongs to nbcluster/rpc; import it there:\n" + "\n".join(found)
+    assert not found, ("grpc belongs to nbcluster/rpc/grpc_transport; import it there:\n"
+                       + "\n".join(found))
 
 
 # A fresh interpreter records the settings at the moment grpc is first found.
@@ -114,9 +116,9 @@ def test_a_client_on_a_forgotten_channel_raises_unavailable_naming_the_task():
     gRPC's ValueError("Cannot invoke RPC on closed channel!")."""
     import nbcluster as tf
     from nbcluster.launch import free_ports
-    from nbcluster.rpc import channels
-    from nbcluster.rpc.master_client import GrpcMasterClient
-    from nbcluster.rpc.worker_client import GrpcWorkerClient
+    from nbcluster.rpc.grpc_transport import channels
+    from nbcluster.rpc.grpc_transport.master_client import GrpcMasterClient
+    from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
     address = f"127.0.0.1:{free_ports(1)[0]}"  # nothing listens there
     old = channels.channel(address)
     worker, master = GrpcWorkerClient(address), GrpcMasterClient(address)

@@ -165,7 +165,7 @@ def test_sigterm_stops_a_task_with_a_recv_blocked_forever(procs):
     import threading
 
     from nbcluster.distributed.rendezvous import make_key
-    from nbcluster.rpc.worker_client import GrpcWorkerClient
+    from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
     proc = _start("--cluster", '{"ps": ["127.0.0.1:0"]}')
     procs.append(proc)
     _, _, target = parse_ready_line(proc.stdout.readline())

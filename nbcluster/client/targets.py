@@ -14,7 +14,7 @@ def connect(target: str, config=None):
         local = server.local_master(target)
         if local is not None:
             return local
-        from nbcluster.rpc.master_client import GrpcMasterClient
+        from nbcluster.rpc.grpc_transport.master_client import GrpcMasterClient
         return GrpcMasterClient(target[len("grpc://"):], config)
     raise errors.NotFoundError(None, None, f"No session factory registered for the given "
                                            f"session options: {{target: \"{target}\"}} "

@@ -16,7 +16,7 @@ from typing import Optional
 
 from nbcluster import errors
 from nbcluster.framework.cluster_spec import ClusterSpec
-from nbcluster.rpc.worker_client import GrpcWorkerClient
+from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
 
 # Errors a probe may not explain at once (a task restarting between the
 # failed run and the probe); such a closure runs again, this many times.

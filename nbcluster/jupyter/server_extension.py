@@ -75,7 +75,7 @@ def clusters(timeout: float = STATUS_DEADLINE_S) -> list:
     # grpc loads here, on the first request, not when the server starts
     from nbcluster.launch import records
     from nbcluster.launch.status import StatusClient
-    from nbcluster.rpc import tokens
+    from nbcluster.rpc.grpc_transport import tokens
     found = records.running()
     for record in found:  # each cluster's tasks want its own token
         for task in record.get("tasks", []):

@@ -242,7 +242,7 @@ class Cluster:
         Raises:
           TimeoutError: some task did not answer GetStatus within `timeout`.
         """
-        from nbcluster.rpc import tokens
+        from nbcluster.rpc.grpc_transport import tokens
         tasks = spec_tasks(spec)
         token = token or tokens.from_environment()
         for task in tasks:
@@ -269,7 +269,7 @@ class Cluster:
             t.devices = per_task.get((t.job, t.index), t.devices)
         cluster = cls(tasks, launcher, name, config)
         if getattr(launcher, "launch", None) is None:  # Dask/Ray engines: not yet
-            from nbcluster.rpc import tokens
+            from nbcluster.rpc.grpc_transport import tokens
             cluster._token = tokens.new_token()  # one per cluster, never on a command line
         try:
             cluster._launch(timeout)

@@ -27,7 +27,7 @@ import time
 from typing import Optional
 
 from nbcluster.launch.errors import LaunchError
-from nbcluster.rpc.tokens import ENV as TOKEN_ENV
+from nbcluster.rpc.grpc_transport.tokens import ENV as TOKEN_ENV
 from nbcluster.launch.launcher import spawn, stop_all, wait_until
 
 # Runs argv[2:] with SIGTERM as its parent-death signal, unless the parent

@@ -188,7 +188,7 @@ def start_task(task: Task, tasks: list, launcher, status: StatusClient, logdir: 
     status.forget(task.address)  # a fresh channel, no stale backoff
     env = task.devices.env()
     if token:
-        from nbcluster.rpc import tokens
+        from nbcluster.rpc.grpc_transport import tokens
         env = {**env, tokens.ENV: token}
         tokens.register(task.address, token)
     task.process = launcher.start(task.host, args, task.log_path, on_host, env)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from nbcluster import errors
-from nbcluster.rpc import channels
-from nbcluster.rpc.worker_client import GrpcWorkerClient
+from nbcluster.rpc.grpc_transport import channels
+from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
 
 STATES = ("up", "down", "starting", "failed", "stopped", "pending")  # pending: no allocation yet
 

@@ -1,4 +1,5 @@
-"""L3: the wire. Converters, gRPC servicers and clients, status <-> error mapping.
+"""L3: the wire, in three parts: `codec` (tensor bytes <-> arrays), `grpc_transport`
+(servicers, clients, channels, status mapping) and `socket_transport` (the same-host data plane).
 
 gRPC reads GRPC_EXPERIMENTS and GRPC_VERBOSITY when it is first imported.
 Turning the event engine off cuts a loopback RPC's latency by about a third

@@ -147,9 +147,9 @@ class Server:
     def _build(self) -> None:
         from nbcluster.distributed.master import Master
         from nbcluster.distributed.worker import Worker
-        from nbcluster.rpc.data_plane_server import DataPlaneServer
-        from nbcluster.rpc.server_core import ServerWorkerCache, bind_server
-        from nbcluster.rpc.worker_client import GrpcWorkerClient
+        from nbcluster.rpc.socket_transport.server import DataPlaneServer
+        from nbcluster.rpc.grpc_transport.server_core import ServerWorkerCache, bind_server
+        from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
         from nbcluster.runtime.devices import local_devices
         from nbcluster.runtime.malloc_reuse import keep_freed_memory
         from nbcluster.runtime.math_threads import is_process_wide, task_threads
@@ -180,7 +180,7 @@ class Server:
             self._cache.update_spec(ClusterSpec(cluster))
         self._port = bound
         if self._token:  # this process's clients (its master, Session(target)) send it
-            from nbcluster.rpc import tokens
+            from nbcluster.rpc.grpc_transport import tokens
             cluster = ClusterSpec(sd.cluster)
             for j in cluster.jobs:
                 for i in cluster.task_indices(j):

@@ -48,7 +48,7 @@ from nbcluster import errors
 from nbcluster.server import Server, make_server_def, ready_line
 from nbcluster.server.environment import task_from_environment
 from nbcluster.runtime.malloc_reuse import keep_freed_memory
-from nbcluster.rpc.tokens import read_token_file
+from nbcluster.rpc.grpc_transport.tokens import read_token_file
 from nbcluster.server.options import load_cluster, load_config
 
 PROG = "nbcluster.server"

@@ -14,7 +14,7 @@ import sys
 from typing import Optional
 
 from nbcluster import errors
-from nbcluster.rpc import tokens
+from nbcluster.rpc.grpc_transport import tokens
 
 
 def server_token(host: str, token: Optional[str], insecure: bool) -> Optional[str]:

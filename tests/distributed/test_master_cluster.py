@@ -508,7 +508,7 @@ def test_session_reset_clears_every_task_and_names_a_dead_one(two_servers):
 
 
 def test_get_status_of_a_down_or_hung_task_is_bounded():
-    from nbcluster.rpc.worker_client import GrpcWorkerClient
+    from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
     hung = socket.socket()  # accepts connections, never speaks HTTP/2
     hung.bind(("localhost", 0))
     hung.listen(8)

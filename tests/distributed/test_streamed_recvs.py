@@ -13,7 +13,7 @@ import nbcluster as tf
 from nbcluster.launch import free_ports
 from nbcluster import errors
 from nbcluster.proto import config_pb2
-from nbcluster.rpc import chunked
+from nbcluster.rpc.codec import chunked
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -30,7 +30,7 @@ def servers():
 
 
 def _streams_used(monkeypatch) -> list:
-    from nbcluster.rpc.worker_client import GrpcWorkerClient
+    from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
     calls = []
     original = GrpcWorkerClient.stream_tensors
 

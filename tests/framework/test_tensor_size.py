@@ -6,7 +6,7 @@ from nbcluster import errors
 from nbcluster.framework import tensor_size
 from nbcluster.framework.tensor_util import make_ndarray, make_tensor_proto
 from nbcluster.proto import graph_pb2
-from nbcluster.rpc.tensor_decoding import decode_tensor
+from nbcluster.rpc.codec.tensor_decoding import decode_tensor
 
 
 def _proto(shape, float_val=(), dtype=1):

@@ -13,7 +13,7 @@ import pytest
 
 import nbcluster as tf
 from nbcluster.launch import child_env, free_ports
-from nbcluster.rpc.worker_client import GrpcWorkerClient
+from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
 from nbcluster.server import parse_ready_line
 
 pytestmark = pytest.mark.timeout(120)

@@ -10,7 +10,7 @@ import pytest
 import nbcluster as tf
 from nbcluster import errors
 from nbcluster.proto import graph_pb2, master_pb2
-from nbcluster.rpc.master_client import GrpcMasterClient
+from nbcluster.rpc.grpc_transport.master_client import GrpcMasterClient
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -1,0 +1,87 @@
+"""MasterService over gRPC: thin handlers around a `Master`."""
+from __future__ import annotations
+
+from typing import Optional
+
+import grpc
+
+from nbcluster.distributed.master import CallerWatch
+from nbcluster.framework.graph_def import nodes_from_proto
+from nbcluster.proto import master_pb2
+from nbcluster.rpc.grpc_transport.handlers import proto_handler
+from nbcluster.rpc.codec.messages import Layout
+from nbcluster.rpc.grpc_transport.streaming import PendingResponses, pull_method, tensor_methods
+
+SERVICE = "nbcluster.MasterService"
+RUN_STEP_REQUEST = Layout(master_pb2.RunStepRequest, 2)     # feed = 2
+RUN_STEP_RESPONSE = Layout(master_pb2.RunStepResponse, 1)   # tensor = 1
+
+
+def serve_run_step(master, req, feeds: list, caller=None) -> tuple:
+    """RunStep's logic for either transport (gRPC here, the same-host data plane).
+
+    Args:
+      master: the `Master`.
+      req: the RunStepRequest (its tensors apart, in `feeds`).
+      feeds: [(name, ndarray)].
+      caller: a `CallerWatch` the transport fires if the caller goes away.
+    Returns:
+      (RunStepResponse without tensors, [(fetch, ndarray)] in `req.fetch` order).
+    Raises:
+      OpError: the step failed (the master enforces the step's deadline).
+    """
+    options = req.options if req.HasField("options") else None
+    fetches = list(req.fetch)
+    values, metadata = master.run_step(req.session_handle, dict(feeds), fetches,
+                                       list(req.target), options, caller)
+    response = master_pb2.RunStepResponse()
+    if metadata is not None:
+        response.metadata.CopyFrom(metadata)
+    return response, list(zip(fetches, values))
+
+
+def master_handler(master, pending: Optional[PendingResponses] = None) -> grpc.GenericRpcHandler:
+    """The MasterService of `master`; `pending` holds large responses until pulled."""
+    def create_session(req, context):
+        config = req.config if req.HasField("config") else None
+        handle, version = master.create_session(nodes_from_proto(req.graph_def), config,
+                                                req.target or None)
+        return master_pb2.CreateSessionResponse(session_handle=handle, graph_version=version)
+
+    def extend_session(req, context):
+        version = master.extend_session(req.session_handle, nodes_from_proto(req.graph_def),
+                                        req.current_graph_version)
+        return master_pb2.ExtendSessionResponse(new_graph_version=version)
+
+    def run_step(req, feeds, context):
+        caller, running = CallerWatch(), [True]  # `running` tells a normal end
+        context.add_callback(lambda: running[0] and caller.caller_gone())
+        try:
+            return serve_run_step(master, req, feeds, caller)
+        finally:
+            running[0] = False
+
+    def close_session(req, context):
+        master.close_session(req.session_handle)
+        return master_pb2.CloseSessionResponse()
+
+    def list_devices(req, context):
+        devices = master.list_devices(req.session_handle or None)
+        return master_pb2.ListDevicesResponse(local_device=devices)
+
+    def reset(req, context):
+        master.reset(list(req.container))
+        return master_pb2.ResetResponse()
+
+    pending = pending if pending is not None else PendingResponses()
+    return grpc.method_handlers_generic_handler(SERVICE, {
+        **tensor_methods("RunStep", run_step, RUN_STEP_REQUEST, RUN_STEP_RESPONSE, pending),
+        **pull_method(pending),
+        "CreateSession": proto_handler(create_session, master_pb2.CreateSessionRequest),
+        "ExtendSession": proto_handler(extend_session, master_pb2.ExtendSessionRequest),
+        "CloseSession": proto_handler(close_session, master_pb2.CloseSessionRequest),
+        "ListDevices": proto_handler(list_devices, master_pb2.ListDevicesRequest),
+        "Reset": proto_handler(reset, master_pb2.ResetRequest),
+    })
+
+

@@ -1,0 +1,258 @@
+"""Calling a same-host peer over its data plane (an abstract Unix socket): tensors, RunGraph, RunStep.
+
+gRPC stays the control plane and the fallback: a peer that is not on this
+host's loopback, has no data plane, or has it turned off
+(NBCLUSTER_DATA_PLANE=grpc on either side) is asked over gRPC as before.
+Connections are pooled per peer and reused across steps; a request holds one
+until its reply is read to the end, and one abandoned midway is closed (the
+producer sees the hang-up and stops waiting). Failures become the OpErrors
+the gRPC path raises: the producer's own error as its class and message, a
+deadline as DeadlineExceededError, a dead peer as UnavailableError, a
+cancelled step as CancelledError.
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import socket
+import threading
+import time
+from typing import Callable, Optional
+
+from nbcluster import errors
+from nbcluster.rpc.socket_transport import calls, frames as wire
+from nbcluster.rpc.socket_transport.connections import (ENV, PROBE_S, Conn, alive,  # noqa: F401
+                                                        await_reply, enabled, socket_name)
+from nbcluster.rpc.grpc_transport.status import remote_error
+
+_IDLE_PER_PEER = 4
+NOT_SERVED = object()  # `recv_tensor`'s answer when the data plane cannot ask the peer
+
+
+def peer_for(address: str) -> Optional["DataPlanePeer"]:
+    """The shared pool for the server at `address` ("host:port"), or None
+    when it cannot be on this host's loopback or the data plane is off."""
+    host, _, port = address.rpartition(":")
+    if not enabled() or not port.isdigit():
+        return None
+    name = socket_name(host, int(port))
+    if name is None:
+        return None
+    with _lock:
+        peer = _peers.get(name)
+        if peer is None:
+            peer = _peers[name] = DataPlanePeer(name, f"worker {address}")
+        return peer
+
+
+class DataPlanePeer:
+    """Pooled connections to one peer's data plane; thread-safe.
+
+    Args:
+      name: the peer's abstract socket name.
+      label: how errors name the peer, e.g. "worker 127.0.0.1:2222".
+    """
+
+    def __init__(self, name: bytes, label: str) -> None:
+        self.name = name
+        self.label = label
+        self._idle: list = []
+        self._lock = threading.Lock()
+
+    def stream_tensors(self, step_id: int, keys: list, timeout: Optional[float],
+                       cancellation=None):
+        """`GrpcWorkerClient.stream_tensors` over the data plane: asks now,
+        returns an iterator of lists of (key, ndarray); None when the peer
+        has no data plane (ask over gRPC).
+
+        Raises (here or from the iterator):
+          OpError: as the gRPC path raises them.
+        """
+        if not keys:
+            return iter(())
+        conn = self._request(wire.STREAM, step_id, keys, timeout)
+        if conn is None:
+            return None
+        return self._replies(conn, set(keys), cancellation)
+
+    def recv_tensor(self, step_id: int, key: str, timeout: Optional[float], waiter=None):
+        """The tensor `key` of step `step_id`; NOT_SERVED when the peer has no
+        data plane. `waiter`'s cancellation (a StepContext's), if any, ends the wait.
+
+        Raises:
+          OpError: as the gRPC path raises them.
+        """
+        conn = self._request(wire.SINGLE, step_id, [key], timeout)
+        if conn is None:
+            return NOT_SERVED
+        cancellation = getattr(waiter, "cancellation", None)
+        return next(self._replies(conn, {key}, cancellation))[0][1]
+
+    def call(self, kind: int, request, feeds: list, timeout: Optional[float],
+             label: Optional[str] = None, probe: Optional[Callable[[], None]] = None):
+        """A RunGraph (`kind` RUN_GRAPH) or RunStep (RUN_STEP) over the data
+        plane: (response message, [(name, ndarray)]), or NOT_SERVED when the
+        peer has no data plane. Nothing cancels it from here, as over gRPC: a
+        cancelled step's CleanupGraph makes the peer's RunGraph fail, and
+        that error comes back.
+
+        Args:
+          label: how errors name the peer (default: `self.label`).
+          probe: called every PROBE_S seconds while no reply has begun; it
+            raises (UnavailableError) when the peer stopped answering, as
+            gRPC's keepalive pings find a hung task (a stopped process keeps
+            its socket open, so nothing else would end the wait).
+        Raises:
+          OpError: as the gRPC path raises them.
+        """
+        label = label or self.label
+        conn = self._send(calls.encode_request(kind, request, feeds, timeout), timeout)
+        if conn is None:
+            return NOT_SERVED
+        conn.begin()
+        try:
+            if probe is not None:
+                await_reply(conn, probe)
+            reply = self._read(conn, functools.partial(calls.read_reply, kind=kind), label)
+        except BaseException:
+            conn.end()
+            conn.sock.close()  # the reply was not read to its end: the framing is lost
+            raise
+        self._release(conn)
+        if len(reply) == 3:  # (code, message, node): the peer's error
+            raise remote_error(*reply, label)
+        return reply
+
+    def _request(self, kind: int, step_id: int, keys: list,
+                 timeout: Optional[float]) -> Optional[Conn]:
+        """A connection that carries the request now, or None (no data plane there)."""
+        return self._send([wire.encode_request(kind, step_id, keys, timeout)], timeout)
+
+    def _send(self, frame: list, timeout: Optional[float]) -> Optional[Conn]:
+        """A connection that carried `frame` (pieces for `send_all`), or None."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for _ in range(2):  # an idle connection the peer closed meanwhile: once more, afresh
+            conn = self._acquire()
+            if conn is None:
+                return None
+            conn.reader.deadline = deadline
+            try:
+                # 0 would make the socket non-blocking: the reads' deadline decides
+                conn.sock.settimeout(None if timeout is None else max(timeout, 1e-3))
+                wire.send_all(conn.sock, frame)
+                return conn
+            except OSError:
+                conn.sock.close()
+        raise errors.UnavailableError(None, None, f"{self.label}: its data plane closed "
+                                                  f"the connection")
+
+    def _replies(self, conn: Conn, left: set, cancellation):
+        """The replies to the request `conn` carries: an iterator, but
+        cancellation is registered now, before the first read."""
+        request, token = conn.begin(), None
+        if cancellation is not None:
+            token = cancellation.register(functools.partial(conn.cancel, request))
+            if token is None:
+                conn.cancel(request)
+        return self._read_replies(conn, left, cancellation, token)
+
+    def _read_replies(self, conn: Conn, left: set, cancellation, token):
+        finished = False
+
+        def finish() -> None:
+            nonlocal finished
+            finished = True
+            if token is not None:
+                cancellation.deregister(token)
+            self._release(conn)
+
+        try:
+            while left:
+                reply = self._read(conn)
+                if isinstance(reply, tuple):  # the producer's error ends the request
+                    finish()
+                    raise remote_error(*reply, self.label)
+                for key, _ in reply:
+                    if key not in left:
+                        raise errors.DataLossError(None, None, f"{self.label} sent tensor "
+                                                               f"{key!r}, which was not asked for")
+                    left.discard(key)
+                if not left:
+                    finish()
+                yield reply
+        finally:
+            if not finished:
+                if token is not None:
+                    cancellation.deregister(token)
+                conn.end()
+                conn.sock.close()  # replies may still come: the connection cannot be reused
+
+    def _read(self, conn: Conn, read=wire.read_reply, label: Optional[str] = None):
+        label = label or self.label
+        try:
+            return read(conn.reader)
+        except socket.timeout:
+            raise errors.DeadlineExceededError(
+                None, None, f"Deadline Exceeded waiting for {label}") from None
+        except (wire.ConnectionClosed, OSError) as e:
+            if conn.cancelled:
+                raise errors.CancelledError(None, None, f"Receiving tensors from "
+                                                        f"{label} was cancelled") from None
+            why = "closed the connection" if isinstance(e, wire.ConnectionClosed) else str(e)
+            raise errors.UnavailableError(None, None, f"{label}'s data plane {why}") from None
+
+    def _acquire(self) -> Optional[Conn]:
+        while True:
+            with self._lock:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                return self._connect()
+            if alive(conn.sock):
+                return conn
+            conn.sock.close()
+
+    def _connect(self) -> Optional[Conn]:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(self.name)
+        except OSError:
+            sock.close()
+            return None
+        if not wire.same_user(sock):  # someone else's socket under a task's name
+            sock.close()
+            return None
+        return Conn(sock)
+
+    def _release(self, conn: Conn) -> None:
+        conn.end()
+        conn.reader.deadline = None
+        try:
+            conn.sock.settimeout(0.0)  # `_alive` must not wait on a stale timeout
+        except OSError:
+            return
+        with self._lock:
+            if len(self._idle) < _IDLE_PER_PEER and not conn.cancelled:
+                self._idle.append(conn)
+                return
+        conn.sock.close()
+
+    def close(self) -> None:
+        """Closes the idle connections (those in use close when their request ends)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.sock.close()
+
+
+def forget_all() -> None:
+    """Closes every pooled connection (at exit, so none is left to the garbage collector)."""
+    with _lock:
+        peers = list(_peers.values())
+        _peers.clear()
+    for peer in peers:
+        peer.close()
+
+
+_peers: dict[bytes, DataPlanePeer] = {}
+_lock = threading.Lock()
+atexit.register(forget_all)

@@ -1,0 +1,275 @@
+"""Serving this task's tensors to peers on the same host over an abstract Unix socket.
+
+Rules: a request is answered by the same `Worker.recv_tensors` /
+`recv_tensor` / `serve_run_graph` / `serve_run_step` that gRPC's
+RecvTensors, RecvTensor, RunGraph and RunStep handlers call, so
+waiting, aborts, deadlines and byte counts are theirs; a bad request ends its
+connection with an error frame, never the server. One thread per connection
+blocks in recv and answers on its own (no hand-off: a wake-up costs ~80 µs);
+one more thread accepts connections and notices consumers that hang up while
+their request waits for a tensor. The socket's name is abstract ("\\0..."), so
+nothing is left on disk when the process dies.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import select
+import socket
+import threading
+from typing import Optional
+
+from nbcluster import errors
+from nbcluster.distributed.master import CallerWatch
+from nbcluster.rpc.socket_transport import calls, frames as wire
+from nbcluster.rpc.socket_transport.connections import enabled, socket_name
+from nbcluster.rpc.grpc_transport.master_service import serve_run_step
+from nbcluster.rpc.grpc_transport.worker_service import serve_run_graph
+
+log = logging.getLogger("nbcluster.rpc")
+_JOIN_S = 5.0
+
+
+class _Connection:
+    """One accepted consumer; `gone` once it hung up (checked by the waiting request)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.gone = False
+        self.step_id: Optional[int] = None  # the request being answered
+        self.running_graph: Optional[int] = None  # the step of a RunGraph under way
+        self.running_step = None  # the CallerWatch of a RunStep under way
+        self.thread: Optional[threading.Thread] = None
+
+
+class DataPlaneServer:
+    """The data plane of one server's worker (and master).
+
+    Args:
+      worker: the `Worker` whose tensors and RunGraph it serves.
+      name: the abstract socket name (`socket_name`).
+      master: the `Master` whose RunStep it serves, if any.
+    Raises:
+      OSError: the name is taken (another server of this host has it).
+    """
+
+    def __init__(self, worker, name: bytes, master=None) -> None:
+        self._worker = worker
+        self._master = master
+        self.name = name
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._listener.bind(name)  # reserves the name; connecting waits for start()
+        except OSError:
+            self._listener.close()
+            raise
+        self._wake_r, self._wake_w = os.pipe()
+        self._poll = select.epoll()
+        self._poll.register(self._listener.fileno(), select.EPOLLIN)
+        self._poll.register(self._wake_r, select.EPOLLIN)
+        self._connections: dict[int, _Connection] = {}
+        self._threads: list = []  # every connection's, until it is joined or seen dead
+        self._lock = threading.Lock()  # guards _connections, _threads and _closed
+        self._closed = False
+        self._watcher = threading.Thread(target=self._watch, name="nbcluster-dataplane",
+                                         daemon=True)
+
+    @classmethod
+    def open(cls, host: str, port: int, worker, master=None) -> Optional["DataPlaneServer"]:
+        """The data plane for a server bound to host:port, or None: turned off
+        (NBCLUSTER_DATA_PLANE=grpc), a host that is not this host's loopback, or
+        the name is taken."""
+        name = socket_name(host, port)
+        if name is None or not enabled():
+            return None
+        try:
+            return cls(worker, name, master)
+        except OSError as e:
+            log.info("no data plane at %r: %s", name, e)
+            return None
+
+    def start(self) -> None:
+        """Accepts connections from now on."""
+        self._listener.listen(64)
+        self._watcher.start()
+
+    def close(self) -> None:
+        """Stops accepting and shuts every connection down (their threads end
+        once their request ends: `Worker.cancel_steps` ends waiting ones)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            connections = list(self._connections.values())
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass  # the watcher is gone already (it logged why)
+        for conn in connections:
+            conn.gone = True
+            _shutdown(conn.sock)
+        if self._watcher.ident is None:  # never started: nobody else releases them
+            self._release_watch()
+
+    def join(self, timeout: float = _JOIN_S) -> None:
+        """Waits for the accepting thread and every connection's thread to end."""
+        if self._watcher.ident is not None:
+            self._watcher.join(timeout)
+        with self._lock:
+            threads, self._threads = self._threads, []
+        for thread in threads:
+            thread.join(timeout)
+
+    def _watch(self) -> None:
+        try:
+            while True:
+                for fd, _ in self._poll.poll():
+                    if fd == self._wake_r:
+                        return
+                    if fd == self._listener.fileno():
+                        self._accept()
+                    else:
+                        self._hung_up(fd)
+        except Exception:  # noqa: BLE001 - peers then fall back to gRPC; say why
+            log.exception("the data plane at %r stopped accepting", self.name)
+        finally:
+            self._release_watch()
+
+    def _release_watch(self) -> None:
+        self._listener.close()
+        self._poll.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    def _accept(self) -> None:
+        try:
+            sock, _ = self._listener.accept()
+        except OSError:
+            return
+        if not wire.same_user(sock):  # another user of this host: it may ask over gRPC
+            sock.close()
+            return
+        conn = _Connection(sock)
+        with self._lock:
+            if self._closed:
+                sock.close()
+                return
+            self._connections[sock.fileno()] = conn
+            # Only a hang-up wakes this thread; data wakes the connection's own.
+            self._poll.register(sock.fileno(), select.EPOLLRDHUP)
+            conn.thread = threading.Thread(target=self._serve, args=(conn,), daemon=True,
+                                           name="nbcluster-dataplane-conn")
+            self._threads = [t for t in self._threads if t.is_alive()] + [conn.thread]
+        conn.thread.start()
+
+    def _hung_up(self, fd: int) -> None:
+        with self._lock:
+            conn = self._connections.get(fd)
+            if conn is None:
+                return
+            try:
+                self._poll.unregister(fd)  # level-triggered: it would fire again
+            except OSError:
+                pass  # its thread closed it meanwhile
+        conn.gone = True
+        running = conn.running_graph
+        if running is not None:  # as gRPC's RunGraph handler: the caller is gone
+            self._worker.cleanup_graph(running)
+        caller = conn.running_step
+        if caller is not None:
+            caller.caller_gone()
+        step_id = conn.step_id
+        if step_id is not None:
+            self._worker.wake_step(step_id)  # its wait checks `gone`
+
+    def _serve(self, conn: _Connection) -> None:
+        reader = wire.FrameReader(conn.sock)
+        try:
+            while not conn.gone:
+                try:
+                    kind, step_id, keys, timeout = wire.read_request(reader)
+                    if kind in calls.REQUESTS:  # keys: the control bytes; the feeds follow
+                        keys = calls.read_request(reader, kind, step_id, keys)
+                except errors.DataLossError as e:
+                    wire.send_all(conn.sock, [wire.encode_error(e)])
+                    return  # the framing is lost: this connection cannot go on
+                conn.step_id = step_id
+                self._answer(conn, kind, step_id, keys, timeout)
+                conn.step_id = None
+        except (wire.ConnectionClosed, OSError):
+            pass  # the consumer went away, or close() shut the connection
+        finally:
+            self._forget(conn)
+
+    def _answer(self, conn: _Connection, kind: int, step_id: int, keys: list,
+                timeout: Optional[float]) -> None:
+        worker = self._worker
+        try:
+            if kind in calls.REQUESTS:
+                wire.send_all(conn.sock, self._call(conn, kind, *keys, timeout))
+                return
+            if kind == wire.SINGLE:
+                value = worker.recv_tensor(step_id, keys[0], timeout,
+                                           stopped=lambda: conn.gone)
+                wire.send_all(conn.sock, wire.encode_batch([(keys[0], value)]))
+                return
+            for batch in worker.recv_tensors(step_id, keys, timeout, lambda: conn.gone):
+                wire.send_all(conn.sock, wire.encode_batch(batch))
+            return
+        except errors.OpError as e:
+            error = e
+        except OSError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a bug becomes INTERNAL, the server lives on
+            log.exception("internal error answering a data-plane request")
+            error = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
+        wire.send_all(conn.sock, [wire.encode_error(error)])
+
+    def _call(self, conn: _Connection, kind: int, request, feeds: list,
+              timeout: Optional[float]) -> list:
+        """The reply pieces to a RunGraph or RunStep: its result, or its error
+        as gRPC's handler would map it (a kernel's OSError included: it is not
+        the socket's)."""
+        try:
+            if kind == calls.RUN_STEP:
+                if self._master is None:
+                    raise errors.UnimplementedError(None, None, "RunStep: no master here")
+                conn.running_step = caller = CallerWatch()
+                if conn.gone:  # it hung up before the watch was set
+                    caller.caller_gone()
+                try:
+                    result = serve_run_step(self._master, request, feeds, caller)
+                finally:
+                    conn.running_step = None
+                return calls.encode_reply(*result)
+            conn.running_graph = request.step_id
+            try:
+                result = serve_run_graph(self._worker, request, feeds, timeout)
+            finally:
+                conn.running_graph = None
+            return calls.encode_reply(*result)
+        except errors.OpError as e:
+            error = e
+        except Exception as e:  # noqa: BLE001 - a bug becomes INTERNAL, the server lives on
+            log.exception("internal error in %s over the data plane",
+                          calls.REQUESTS[kind].__name__)
+            error = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
+        return [wire.encode_error(error)]
+
+    def _forget(self, conn: _Connection) -> None:
+        fd = conn.sock.fileno()
+        with self._lock:
+            self._connections.pop(fd, None)
+            if not self._closed:
+                try:
+                    self._poll.unregister(fd)
+                except (KeyError, OSError, ValueError):
+                    pass  # already unregistered on hang-up
+        conn.sock.close()
+
+
+def _shutdown(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed by its thread
