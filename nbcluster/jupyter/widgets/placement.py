@@ -24,6 +24,7 @@ from nbcluster.jupyter.widgets.placement_scopes import (DEFAULT_BUDGET, DEFAULT_
 from nbcluster.jupyter.widgets.units import format_bytes
 
 RANKDIRS = ("TB", "LR", "BT", "RL")
+COLOR_BY = ("device", "time")
 _HTML_ROWS = 50  # transfers listed in the static fallback
 
 
@@ -41,11 +42,14 @@ class PlacementView(snapshot.Snapshotted, anywidget.AnyWidget):
       expanded: name scopes to show open.
       rankdir: "TB" (top to bottom) or "LR", "BT", "RL".
       threshold: a name scope with more ops than this (on one device) is
-        drawn folded, as one node.
+        drawn folded, as one node; numbered sibling scopes (layer_0 …
+        layer_41) fold into one node while a level is crowded.
+      color_by: "device", or "time" (each op's measured time, from a traced
+        run_metadata's step stats); the view's menu switches it too.
 
     Raises:
       TypeError: neither graph nor run_metadata, or one of the wrong type.
-      ValueError: a fetch that is not in the view, a bad rankdir, or a
+      ValueError: a fetch that is not in the view, a bad rankdir or color_by, or a
         RunMetadata without partition graphs.
 
     Example:
@@ -58,26 +62,39 @@ class PlacementView(snapshot.Snapshotted, anywidget.AnyWidget):
     view = traitlets.Dict().tag(sync=True)
     expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)
     rankdir = traitlets.Unicode("TB").tag(sync=True)
+    # The browser lowers `budget` (nodes per level before smaller scopes fold)
+    # until the first drawing fits its frame with readable text.
+    budget = traitlets.Int(DEFAULT_BUDGET).tag(sync=True)
+    color_by = traitlets.Unicode("device").tag(sync=True)  # or "time" (from step stats)
 
     def __init__(self, graph=None, run_metadata=None, fetches=None, *, expanded=(),
-                 rankdir: str = "TB", threshold: int = DEFAULT_THRESHOLD, **kwargs) -> None:
+                 rankdir: str = "TB", threshold: int = DEFAULT_THRESHOLD,
+                 color_by: str = "device", **kwargs) -> None:
         self._placement = _placement_of(graph, run_metadata, fetches)
         if rankdir not in RANKDIRS:
             raise ValueError(f"rankdir must be one of {RANKDIRS}, got {rankdir!r}")
         if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
             raise ValueError(f"threshold must be a positive int, got {threshold!r}")
+        if color_by not in COLOR_BY:
+            raise ValueError(f"color_by must be one of {COLOR_BY}, got {color_by!r}")
         self._threshold, self._ready = threshold, False
-        super().__init__(expanded=list(expanded), rankdir=rankdir, **kwargs)
+        super().__init__(expanded=list(expanded), rankdir=rankdir, color_by=color_by, **kwargs)
         self._ready = True
         self._refresh()
 
-    @traitlets.observe("expanded")
+    @traitlets.validate("budget")
+    def _check_budget(self, proposal):
+        if proposal["value"] < 1:
+            raise traitlets.TraitError(f"budget must be at least 1, got {proposal['value']!r}")
+        return proposal["value"]
+
+    @traitlets.observe("expanded", "budget")
     def _on_expanded(self, change) -> None:
         if self._ready:  # not while __init__ sets the first value
             self._refresh()
 
     def _refresh(self) -> None:
-        self.view = view_data(self._placement, self.expanded, self._threshold, DEFAULT_BUDGET)
+        self.view = view_data(self._placement, self.expanded, self._threshold, self.budget)
 
     # -- for users and tests ------------------------------------------------
     @property

@@ -15,6 +15,7 @@ per (source, target, kind) with a count; a transfer edge sums its bytes.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from nbcluster.jupyter.widgets.devices import UNPLACED, color_of, place_of
@@ -24,6 +25,9 @@ from nbcluster.jupyter.widgets.units import format_bytes
 DEFAULT_THRESHOLD = 6   # a scope with more ops than this is folded
 DEFAULT_BUDGET = 40     # and smaller ones too while a level shows more nodes than this
 CLIENT_COLOR = "#FFFFFF"
+SERIES_MARK = "*"       # "layer_*": the scopes layer_0, layer_1, … drawn as one node
+SERIES_MIN = 3          # numbered siblings that make a series
+_NUMBERED = re.compile(r"^(?P<stem>.*?[^\d])(?P<num>\d+)$")
 
 
 def device_chain(device: str) -> list:
@@ -105,14 +109,52 @@ class _View:
                 break
             fold.add(key)
             visible -= len(scopes[key]) - 1
+        series = self.series_of(base, items, fold, visible)
+        drawn = set()
         for key, members in items.items():
-            if key in scopes and key in self.expanded:
+            if key in series:
+                skey, skeys = series[key]
+                if skey not in drawn:
+                    drawn.add(skey)
+                    self.add_series(device, skey, skeys, items, parent, base)
+            elif key in scopes and key in self.expanded:
                 self.level(device, key, members, self.scope_box(device, key, members, parent, base))
             elif key in fold:
                 self.add_scope(device, key, members, parent, base)
             else:
                 for op in members:
                     self.add_op(op, parent, base)
+
+    def series_of(self, base: str, items: dict, fold: set, visible: int) -> dict:
+        """Numbered siblings ("layer_0" … "layer_41") drawn as one node while the
+        level is over budget: {item key: (series key "layer_*", its item keys)}.
+        A series opens (its members drawn one by one) when its key is expanded."""
+        if visible <= self.budget:
+            return {}
+        stems: dict = {}
+        for key in items:
+            match = _NUMBERED.match(key.rsplit("/", 1)[-1])
+            if match:
+                stem = f"{base}/{match['stem']}" if base else match["stem"]
+                stems.setdefault(stem + SERIES_MARK, []).append(key)
+        found = {}
+        # biggest series first, until the level fits its budget
+        for skey, keys in sorted(stems.items(), key=lambda kv: -len(kv[1])):
+            if visible <= self.budget or len(keys) < SERIES_MIN:
+                break
+            if skey in self.expanded:
+                continue
+            visible -= sum(1 if k in fold else len(items[k]) for k in keys) - 1
+            found.update({k: (skey, keys) for k in keys})
+        return found
+
+    def add_series(self, device: str, skey: str, keys: list, items: dict, parent: str,
+                   base: str) -> None:
+        members = [op for k in keys for op in items[k]]
+        numbers = sorted(int(_NUMBERED.match(k.rsplit("/", 1)[-1])["num"]) for k in keys)
+        rel = skey[len(base) + 1:] if base else skey
+        label = f"{rel[:-len(SERIES_MARK)]}{numbers[0]}…{numbers[-1]} ({len(members)} ops)"
+        self.add_scope(device, skey, members, parent, base, label=label)
 
     def scope_box(self, device: str, scope: str, members: list, parent: str, base: str) -> str:
         gid = f"scope:{device}|{scope}/"
@@ -122,12 +164,13 @@ class _View:
                             "scope": scope}
         return gid
 
-    def add_scope(self, device: str, scope: str, members: list, parent: str, base: str) -> None:
+    def add_scope(self, device: str, scope: str, members: list, parent: str, base: str,
+                  label: str = "") -> None:
         nid = f"{device}|{scope}/"
         rel = scope[len(base) + 1:] if base else scope
         times = [o.time_us for o in members if o.time_us is not None]
         self.nodes[nid] = {
-            "id": nid, "label": f"{rel}/ ({len(members)} ops)", "kind": "scope",
+            "id": nid, "label": label or f"{rel}/ ({len(members)} ops)", "kind": "scope",
             "scope": scope, "name": scope + "/", "op": f"{len(members)} ops", "dtype": "",
             "shape": "", "device": device, "requested": "", "parent": parent,
             "count": len(members), "color": self.colors.get(device, UNPLACED),
@@ -153,10 +196,13 @@ class _View:
             if s is None or d is None or s == d:
                 return
             edge = merged.setdefault((s, d, kind), {"source": s, "target": d, "kind": kind,
-                                                     "count": 0, "bytes": None, "tensors": []})
+                                                     "count": 0, "bytes": None, "tensors": [],
+                                                     "sizes": {}})
             edge["count"] += 1
             if transfer is not None and transfer.tensor not in edge["tensors"]:
                 edge["tensors"].append(transfer.tensor)
+                # per tensor, so the browser can bundle edges without counting one twice
+                edge["sizes"][f"{transfer.src_device}>{transfer.tensor}"] = transfer.bytes
                 if transfer.bytes is not None:
                     edge["bytes"] = (edge["bytes"] or 0) + transfer.bytes
 
@@ -196,7 +242,8 @@ def view_data(placement: Placement, expanded=(), threshold: int = DEFAULT_THRESH
 
     Returns:
       {"groups": [...] (parents before children), "nodes": [...],
-       "edges": [...], "legend": [...], "summary": {...}}.
+       "edges": [...], "legend": [...], "summary": {...}, "names": every op's
+      name (the search box's), "timed": whether any op has a measured time}.
     """
     view = _View(placement, expanded, threshold, budget)
     view.place_all()
@@ -208,6 +255,9 @@ def view_data(placement: Placement, expanded=(), threshold: int = DEFAULT_THRESH
     return {
         "groups": list(view.groups.values()), "nodes": list(view.nodes.values()),
         "edges": view.edges(), "legend": legend,
+        # every op, for the search box (which opens the scopes that hold a match)
+        "names": [o.name for o in ops],
+        "timed": any(o.time_us is not None for o in ops),
         "summary": {"ops": len(ops), "devices": len(placement.devices),
                     "transfers": len(placement.transfers), "bytes": sum(known),
                     "actual": placement.actual, "visible": len(view.nodes)},
