@@ -5,9 +5,11 @@
 // bigger views are laid out box by box: each box's children by one dagre run
 // (child boxes as nodes of the size their own run gave), edges lifted to the
 // children they come from; an edge inside one box keeps dagre's route, one
-// between boxes is drawn straight from node to node.
+// between boxes is drawn straight from node to node. Transfers between two
+// devices are first bundled into one box-to-box edge (bundles.js).
 import dagre from "@dagrejs/dagre";
 import { CHAR_W, prepareView, titleWidth } from "./boxes.js";
+import { bundleTransfers } from "./bundles.js";
 
 export { CHAR_W } from "./boxes.js";
 export const NODE_H = 26;
@@ -33,8 +35,11 @@ function edgeLabelSize(edge) {
 /** Runs dagre on a view ({groups, nodes, edges}); returns positioned copies
  *  ({width, height, groups, nodes, edges}; centres x, y; edges get points). */
 export function layoutData(view, rankdir = "TB", mode = "auto") {
-  const v = prepareView(view);
-  const small = v.nodes.length <= COMPOUND_MAX_NODES && v.edges.length <= COMPOUND_MAX_EDGES;
+  const v = mode === "compound" ? prepareView(view) : bundleTransfers(prepareView(view));
+  // dagre's compound layout takes no edge that ends at a box: bundles go nested
+  const bundled = v.edges.some((e) => e.bundle);
+  const small = v.nodes.length <= COMPOUND_MAX_NODES && v.edges.length <= COMPOUND_MAX_EDGES
+    && !bundled;
   let out = null;
   if (mode === "compound" || (mode === "auto" && small)) {
     try {
@@ -141,6 +146,7 @@ function layoutNested(view, rankdir) {
   };
   const byId = new Map(nodes.map((n) => [n.id, n]));
   const titleOf = new Map(groups.map((g) => [g.id, g.title]));
+  const kindOf = new Map(groups.map((g) => [g.id, g.kind]));
   const size = new Map();
   const local = new Map();   // id -> centre within its parent's content area
   const routes = new Map();  // edge id -> {cluster, points, x, y}
@@ -155,7 +161,11 @@ function layoutNested(view, rankdir) {
       g.setNode(kid, { width, height });
     }
     const lifted = new Set();
-    for (const edge of edges) {
+    // A job's tasks (boxes only, no ops) side by side: the edges between them
+    // and another job then fan out instead of crossing one task to reach the next.
+    const tasksOnly = cluster && kids.length > 1
+      && kids.every((k) => isGroup.has(k) && kindOf.get(k) !== "scope");
+    for (const edge of tasksOnly ? [] : edges) {
       const a = childOf(edge.source, cluster);
       const b = childOf(edge.target, cluster);
       if (!a || !b || a === b) continue;
@@ -169,8 +179,12 @@ function layoutNested(view, rankdir) {
     }
     // Unconnected children (a ps box's variables, one folded scope per
     // layer) would all share one rank: lay them out across it instead.
-    const across = !g.edgeCount() && kids.length > 6 ? ACROSS[rankdir] : rankdir;
-    g.setGraph({ rankdir: across, ...SPACING, marginx: PAD, marginy: PAD });
+    const across = !g.edgeCount() && kids.length > 6 && !tasksOnly ? ACROSS[rankdir] : rankdir;
+    // room between side-by-side tasks for the labels of the bundles between them
+    const between = tasksOnly ? edges.filter((e) => kids.includes(e.source) && kids.includes(e.target))
+      : [];
+    const nodesep = Math.max(SPACING.nodesep, ...between.map((e) => edgeLabelSize(e).width + 24 || 0));
+    g.setGraph({ rankdir: across, ...SPACING, nodesep, marginx: PAD, marginy: PAD });
     dagre.layout(g);
     for (const kid of kids) local.set(kid, { x: g.node(kid).x, y: g.node(kid).y });
     for (const edge of edges) {
