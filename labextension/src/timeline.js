@@ -1,17 +1,21 @@
 // Timeline's front end (an anywidget ES module): lanes of op bars, transfer arrows,
-// a time axis, wheel / drag zoom, double-click reset and hover tooltips.
+// a time axis, wheel / drag zoom, double-click reset and hover tooltips. Bars
+// that wait for an input (a _Recv) are hatched, apart from compute; several
+// runs sit side by side under a band naming each.
 //
 // Geometry lives in timeline/view.js (pure); this file only makes DOM nodes.
 // DOM hooks the browser test relies on: div.nbcluster-timeline, g.nbc-lane,
-// rect.nbc-op, path.nbc-transfer.
+// rect.nbc-op (rect.nbc-wait for waits), text.nbc-op-label, path.nbc-transfer,
+// g.nbc-run (one per run when there are several).
 import {
-  LABEL_CHAR_W, LABEL_H, arrowsFor, barsFor, formatBytes, formatUs, fullWindow, panBy, laneLayout,
-  opTooltip, placeLabels, scaleFor, splitDevice, ticksFor, transferTooltip, windowFromDrag, windowOf,
-  zoomAt,
+  LABEL_CHAR_W, LABEL_H, arrowsFor, barLabels, barsFor, elide, formatBytes, formatUs, fullWindow,
+  panBy, laneLayout, opTooltip, placeLabels, runBands, scaleFor, splitDevice, ticksFor,
+  transferTooltip, windowFromDrag, windowOf, zoomAt,
 } from "./timeline/view.js";
 
 const SVG = "http://www.w3.org/2000/svg";
-const AXIS_H = 26;
+const AXIS_TICKS = 26;
+const RUN_H = 16;  // the band naming each run, above the ticks
 const CSS = `
 .nbcluster-timeline { position: relative; font: 11px var(--jp-code-font-family, monospace);
   color: var(--jp-ui-font-color1, #222); user-select: none; }
@@ -21,9 +25,20 @@ const CSS = `
 .nbcluster-timeline .nbc-lane-bg { fill: var(--jp-layout-color2, #f3f3f3); }
 .nbcluster-timeline .nbc-lane:nth-child(odd) .nbc-lane-bg { fill: var(--jp-layout-color1, #fff); }
 .nbcluster-timeline .nbc-lane-label { fill: currentColor; }
-.nbcluster-timeline .nbc-op-label { fill: #111; font-size: 10px; pointer-events: none; }
+.nbcluster-timeline .nbc-op-label { fill: #000; font-size: 10px; pointer-events: none; }
+.nbcluster-timeline .nbc-op-label.nbc-on-wait { fill: var(--jp-ui-font-color0, #000);
+  paint-order: stroke; stroke: var(--jp-layout-color0, #fff); stroke-width: 3px; }
 .nbcluster-timeline rect.nbc-op { stroke: rgba(0,0,0,.45); stroke-width: .5; cursor: default; }
-.nbcluster-timeline rect.nbc-op.nbc-sendrecv { fill-opacity: .45; stroke-dasharray: 2 1; }
+.nbcluster-timeline rect.nbc-op.nbc-send { fill-opacity: .45; stroke-dasharray: 2 1; }
+.nbcluster-timeline rect.nbc-op.nbc-wait { stroke: var(--jp-ui-font-color2, #777); stroke-width: .8;
+  stroke-dasharray: 3 2; }
+.nbcluster-timeline .nbc-run line { stroke: var(--jp-ui-font-color2, #777); stroke-dasharray: 4 3; }
+.nbcluster-timeline .nbc-run text { fill: currentColor; font-weight: bold; }
+.nbcluster-timeline .nbc-key { display: inline-block; width: 18px; height: 10px;
+  vertical-align: middle; margin: 0 3px 0 8px; border: 1px solid var(--jp-ui-font-color2, #777); }
+.nbcluster-timeline .nbc-key-wait { background: repeating-linear-gradient(45deg,
+  var(--jp-ui-font-color2, #777) 0 2px, transparent 2px 5px); }
+.nbcluster-timeline .nbc-key-compute { background: var(--jp-ui-font-color2, #777); }
 .nbcluster-timeline rect.nbc-op:hover { stroke: #000; stroke-width: 1.5; }
 .nbcluster-timeline .nbc-transfer { fill: none; stroke: #b3261e; stroke-width: 1.3;
   stroke-opacity: .85; }
@@ -58,9 +73,13 @@ function render({ model, el }) {
   const bar = document.createElement("div");
   bar.className = "nbc-tl-bar";
   const range = document.createElement("span");
+  const key = document.createElement("span");
+  key.className = "nbc-tl-key";
+  key.innerHTML = '<span class="nbc-key nbc-key-compute"></span>compute'
+    + '<span class="nbc-key nbc-key-wait"></span>waiting for an input (_Recv)';
   const hint = document.createElement("span");
   hint.textContent = "wheel: zoom · shift+wheel: pan · drag: select a range · double-click: reset";
-  bar.append(range, hint);
+  bar.append(range, key, hint);
   const chart = svg("svg");
   const tip = document.createElement("div");
   tip.className = "nbc-tooltip";
@@ -76,6 +95,7 @@ function render({ model, el }) {
     const labelW = labelWidth(data.lanes);
     const plotW = width - labelW - 8;
     const win = windowOf(data, model.get("window"));
+    const AXIS_H = AXIS_TICKS + ((data.runs || []).length > 1 ? RUN_H : 0);
     const layout = laneLayout(data.lanes, AXIS_H);
     chart.replaceChildren();
     chart.setAttribute("width", width);
@@ -86,7 +106,14 @@ function render({ model, el }) {
     svg("path", { d: "M0,0 L8,3 L0,6 z", fill: "#b3261e" },
       svg("marker", { id: arrowId, markerWidth: 8, markerHeight: 6, refX: 7, refY: 3,
         orient: "auto", markerUnits: "userSpaceOnUse" }, defs));
-    drawAxis(chart, win, plotW, labelW, layout.height);
+    data.lanes.forEach((lane, i) => {  // a wait's hatching, in its lane's colour
+      const p = svg("pattern", { id: `${clipId}-hatch-${i}`, width: 6, height: 6,
+        patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" }, defs);
+      svg("rect", { width: 6, height: 6, fill: lane.color, "fill-opacity": 0.18 }, p);
+      svg("line", { x1: 1, y1: 0, x2: 1, y2: 6, stroke: lane.color, "stroke-width": 2.2 }, p);
+    });
+    drawAxis(chart, win, plotW, labelW, layout.height, AXIS_H);
+    drawRuns(chart, data, win, plotW, labelW, layout.height, AXIS_H);
     const plots = drawLanes(chart, data, win, plotW, labelW, layout, width);
     const arrows = svg("g", { class: "nbc-transfers", transform: `translate(${labelW},0)`,
       "clip-path": `url(#${clipId})` }, chart);
@@ -112,13 +139,26 @@ function render({ model, el }) {
     const brush = svg("rect", { class: "nbc-brush", x: 0, y: AXIS_H, width: 0,
       height: layout.height, visibility: "hidden" }, arrows);
     const whole = fullWindow(data);
+    const runs = (data.runs || []).length;
     range.textContent = win[0] === whole[0] && win[1] === whole[1]
-      ? `whole step: ${formatUs(whole[1])}`
+      ? (runs > 1 ? `${runs} runs side by side: ${formatUs(whole[1])}` : `whole step: ${formatUs(whole[1])}`)
       : `${formatUs(win[0])} – ${formatUs(win[1])} of ${formatUs(whole[1])}`;
     geom = { data, window: win, plotW, labelW, brush, plots };
   }
 
-  function drawAxis(parent, win, plotW, labelW, lanesH) {
+  function drawRuns(parent, data, win, plotW, labelW, lanesH, AXIS_H) {
+    const g = svg("g", { class: "nbc-runs", transform: `translate(${labelW},0)`,
+      "clip-path": `url(#${clipId})` }, parent);
+    for (const band of runBands(data, win, plotW)) {
+      const run = svg("g", { class: "nbc-run", "data-run": band.i }, g);
+      svg("line", { x1: band.x0, x2: band.x0, y1: 0, y2: AXIS_H + lanesH }, run);
+      const left = Math.max(band.x0, 0) + 3;
+      const text = elide(band.label, Math.min(band.x1, plotW) - left - 3, 6.7);
+      if (text) svg("text", { x: left, y: RUN_H - 4 }, run).textContent = text;
+    }
+  }
+
+  function drawAxis(parent, win, plotW, labelW, lanesH, AXIS_H) {
     const axis = svg("g", { class: "nbc-axis", transform: `translate(${labelW},0)` }, parent);
     svg("line", { x1: 0, x2: plotW, y1: AXIS_H - 1, y2: AXIS_H - 1 }, axis);
     for (const t of ticksFor(win, plotW)) {
@@ -149,17 +189,22 @@ function render({ model, el }) {
       svg("tspan", { x: 8, dy: 13 }, label).textContent = bottom;
       return svg("g", { transform: `translate(${labelW},0)`, "clip-path": `url(#${clipId})` }, g);
     });
-    for (const b of barsFor(data, win, plotW, layout)) {
+    const bars = barsFor(data, win, plotW, layout);
+    for (const b of bars) {
       const op = data.ops[b.i];
-      const cls = op.op === "_Send" || op.op === "_Recv" ? "nbc-op nbc-sendrecv" : "nbc-op";
-      svg("rect", { class: cls, x: b.x, y: b.y, width: b.w, height: b.h,
-        fill: data.lanes[op.lane].color, "data-op": b.i }, groups[op.lane]);
-      const fits = Math.floor((b.w - 6) / 6.6);
-      if (fits >= 3) {
-        const name = op.name.length <= fits ? op.name : `${op.name.slice(0, fits - 1)}…`;
-        svg("text", { class: "nbc-op-label", x: Math.max(b.x, 0) + 3, y: b.y + b.h - 4 },
-          groups[op.lane]).textContent = name;
-      }
+      const kind = op.kind || (op.op === "_Recv" ? "wait" : op.op === "_Send" ? "send" : "compute");
+      svg("rect", { class: `nbc-op nbc-${kind}`, x: b.x, y: b.y, width: b.w, height: b.h,
+        fill: kind === "wait" ? `url(#${clipId}-hatch-${op.lane})` : data.lanes[op.lane].color,
+        "data-op": b.i, "data-kind": kind }, groups[op.lane]);
+    }
+    // rows are packed so that no two bars of a row overlap: each label stays
+    // inside its own bar's visible part, and so clear of every other label
+    for (const label of barLabels(data, bars, plotW)) {
+      const op = data.ops[label.i];
+      const wait = op.kind === "wait";
+      const text = svg("text", { class: wait ? "nbc-op-label nbc-on-wait" : "nbc-op-label",
+        x: label.x, y: label.y }, groups[op.lane]);
+      text.textContent = label.text;
     }
     return groups;
   }

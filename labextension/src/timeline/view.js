@@ -192,3 +192,34 @@ export function placeLabels(boxes, top, bottom, tries = 2, gap = 1) {
     return null;
   });
 }
+
+export const OP_CHAR_W = 6.1;  // px per character of the 10px bar-label font
+
+/** `name` cut with an ellipsis to fit `room` px ("" when not even 3 characters fit). */
+export function elide(name, room, charW = OP_CHAR_W) {
+  const fits = Math.floor(room / charW);
+  if (fits < 3) return "";
+  return name.length <= fits ? name : `${name.slice(0, fits - 1)}…`;
+}
+
+/** The label of each bar that has room for one: {i, x, y (baseline), w, text}, inside
+ *  the bar's visible part (so, bars of a row never overlapping, labels never do). */
+export function barLabels(data, bars, width) {
+  const out = [];
+  for (const b of bars) {
+    const left = Math.max(b.x, 0);
+    const room = Math.min(b.x + b.w, width) - left - 6;
+    const text = elide(data.ops[b.i].name, room);
+    if (text) out.push({ i: b.i, x: left + 3, y: b.y + b.h - 4, w: text.length * OP_CHAR_W, text });
+  }
+  return out;
+}
+
+/** The runs that meet the window, in pixels: {i, x0, x1, label} (one run: none). */
+export function runBands(data, window, width) {
+  const runs = data.runs || [];
+  if (runs.length < 2) return [];
+  const { x } = scaleFor(window, width);
+  return runs.map((run, i) => ({ i, x0: x(run.start), x1: x(run.end), label: run.label }))
+    .filter((b) => b.x1 >= 0 && b.x0 <= width);
+}

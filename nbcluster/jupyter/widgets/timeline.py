@@ -17,11 +17,17 @@ from nbcluster.jupyter.widgets import STATIC, snapshot
 from nbcluster.jupyter.widgets.chrome_trace import chrome_trace, write_chrome_trace
 from nbcluster.jupyter.widgets.devices import color_of
 from nbcluster.jupyter.widgets.timeline_model import StepTimeline, from_run_metadata
+from nbcluster.jupyter.widgets.timeline_view import view_data
 from nbcluster.jupyter.widgets.units import format_bytes, format_us
 
 
 class Timeline(snapshot.Snapshotted, anywidget.AnyWidget):
-    """One step's ops as bars in one lane per device, transfers as arrows.
+    """One step's ops as bars in one lane per device, transfers as arrows;
+    several runs' steps side by side.
+
+    Waiting for a tensor from another device (a _Recv) is a hatched bar,
+    apart from compute; bars that overlap in time get rows of their own, so
+    labels never overlap.
 
     Wheel or drag-select zooms, double-click resets, hovering a bar shows the
     op. `window` is the zoomed range in µs ([] for the whole step) and may be
@@ -32,6 +38,7 @@ class Timeline(snapshot.Snapshotted, anywidget.AnyWidget):
       sess.run(fetch, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
                run_metadata=meta)
       Timeline(meta)                      # in a cell
+      Timeline([meta1, meta2])            # two runs side by side
       Timeline(meta).save_chrome_trace("step.json")  # for Perfetto
     """
 
@@ -39,22 +46,29 @@ class Timeline(snapshot.Snapshotted, anywidget.AnyWidget):
     _data = traitlets.Dict().tag(sync=True)
     window = traitlets.List(traitlets.Float(), default_value=[]).tag(sync=True)
 
-    def __init__(self, run_metadata, **kwargs) -> None:
-        """Builds the view of one traced step.
+    def __init__(self, run_metadata, *more, **kwargs) -> None:
+        """Builds the view of one traced step, or of several side by side.
 
         Args:
           run_metadata: a `tf.RunMetadata` from a run with
-            `tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)`; the partition
-            graphs it carries pair Sends with Recvs by their attrs (by name
-            when they were left out).
+            `tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)`, or a list
+            of them (one per `run` call); the partition graphs they carry
+            pair Sends with Recvs by their attrs (by name when left out).
+          *more: further RunMetadata, as if in the list.
           **kwargs: passed to the widget (layout, window).
 
         Raises:
-          TypeError: run_metadata is not a RunMetadata.
-          ValueError: it has no step_stats (the step was not traced).
+          TypeError: run_metadata (or one in the list) is not a RunMetadata.
+          ValueError: one has no step_stats (its step was not traced), or
+            the list is empty.
         """
-        self._step = from_run_metadata(run_metadata)
-        super().__init__(_data=view_data(self._step), **kwargs)
+        metas = list(run_metadata) if isinstance(run_metadata, (list, tuple)) \
+            else [run_metadata]
+        metas += list(more)
+        if not metas:
+            raise ValueError("Timeline needs at least one RunMetadata, got an empty list")
+        self._steps = [from_run_metadata(m) for m in metas]
+        super().__init__(_data=view_data(self._steps), **kwargs)
 
     @traitlets.validate("window")
     def _check_window(self, proposal):
@@ -66,83 +80,70 @@ class Timeline(snapshot.Snapshotted, anywidget.AnyWidget):
 
     @property
     def step(self) -> StepTimeline:
-        """The data model behind the view."""
-        return self._step
+        """The data model of the first run (the only one, usually)."""
+        return self._steps[0]
+
+    @property
+    def steps(self) -> list:
+        """The data model of every run, in order."""
+        return list(self._steps)
 
     @property
     def lanes(self) -> list:
-        """Device names, one per lane, job → task → device."""
-        return list(self._step.lanes)
+        """Device names, one per lane, job → task → device (every run's)."""
+        return [lane["device"] for lane in self._data["lanes"]]
 
     @property
     def ops(self) -> list:
-        """[{device, name, op, start_us, end_us}], µs from the step's first start."""
+        """[{device, name, op, start_us, end_us, run}], µs from its run's first start."""
         return [{"device": b.device, "name": b.name, "op": b.op,
-                 "start_us": b.start_us, "end_us": b.end_us} for b in self._step.ops]
+                 "start_us": b.start_us, "end_us": b.end_us, "run": r}
+                for r, step in enumerate(self._steps) for b in step.ops]
 
     @property
     def transfers(self) -> list:
-        """[{src_device, dst_device, tensor, bytes, start_us, end_us}] (send start → recv end)."""
+        """[{src_device, dst_device, tensor, bytes, start_us, end_us, run}] (send start →
+        recv end)."""
         return [{"src_device": t.src_device, "dst_device": t.dst_device, "tensor": t.tensor,
-                 "bytes": t.bytes, "start_us": t.start_us, "end_us": t.end_us}
-                for t in self._step.transfers]
+                 "bytes": t.bytes, "start_us": t.start_us, "end_us": t.end_us, "run": r}
+                for r, step in enumerate(self._steps) for t in step.transfers]
 
     @property
     def duration_us(self) -> float:
-        """From the first op's start to the last op's end."""
-        return self._step.duration_us
+        """From the first op's start to the last op's end, summed over the runs."""
+        return sum(step.duration_us for step in self._steps)
 
-    def chrome_trace(self) -> dict:
-        """The step in the Chrome trace event format, as a dict (see chrome_trace.py)."""
-        return chrome_trace(self._step)
+    def chrome_trace(self, run: int = 0) -> dict:
+        """Run `run`'s step in the Chrome trace event format, as a dict (chrome_trace.py)."""
+        return chrome_trace(self._run(run))
 
-    def save_chrome_trace(self, path: str | os.PathLike) -> pathlib.Path:
-        """Writes the Chrome trace JSON (open it in Perfetto or chrome://tracing).
+    def save_chrome_trace(self, path: str | os.PathLike, run: int = 0) -> pathlib.Path:
+        """Writes run `run`'s Chrome trace JSON (open it in Perfetto or chrome://tracing).
 
         Args:
           path: the file to write, str or path-like.
+          run: which run (0 for the first).
 
         Returns:
           the path written.
 
         Raises:
           TypeError: path is neither str nor path-like.
+          IndexError: there is no run `run`.
         """
-        return write_chrome_trace(self._step, path)
+        return write_chrome_trace(self._run(run), path)
+
+    def _run(self, run: int) -> StepTimeline:
+        if isinstance(run, bool) or not isinstance(run, int) or not 0 <= run < len(self._steps):
+            raise IndexError(f"run must be 0 to {len(self._steps) - 1}, got {run!r}")
+        return self._steps[run]
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
-        data = dict(data, **{"text/plain": summary(self._step),
-                             "text/html": static_html(self._step)})
+        data = dict(data, **{"text/plain": "\n".join(summary(s) for s in self._steps),
+                             "text/html": "".join(static_html(s) for s in self._steps)})
         return data, metadata
-
-
-def view_data(step: StepTimeline) -> dict:
-    """The JS view's input: lanes with colours and rows, op bars, transfers by index.
-
-    Args:
-      step: the data model.
-
-    Returns:
-      {"lanes": [{device, color, rows}], "ops": [{lane, row, name, op, start,
-      end, outputs}], "transfers": [{src, dst, send, recv, tensor, bytes,
-      start, end}], "duration": µs}; "send"/"recv" index "ops".
-    """
-    rows = {d: sorted({b.thread_id for b in step.ops if b.device == d}) for d in step.lanes}
-    lanes = [{"device": d, "color": color_of(d, list(step.lanes)), "rows": max(1, len(rows[d]))}
-             for d in step.lanes]
-    lane_of = {d: i for i, d in enumerate(step.lanes)}
-    index = {(b.device, b.name): i for i, b in enumerate(step.ops)}
-    ops = [{"lane": lane_of[b.device], "row": rows[b.device].index(b.thread_id),
-            "name": b.name, "op": b.op, "start": b.start_us, "end": b.end_us,
-            "outputs": [_describe(o) for o in b.outputs]} for b in step.ops]
-    transfers = [{"src": lane_of[t.src_device], "dst": lane_of[t.dst_device],
-                  "send": index[(t.send.device, t.send.name)],
-                  "recv": index[(t.recv.device, t.recv.name)],
-                  "tensor": t.tensor, "bytes": t.bytes, "start": t.start_us, "end": t.end_us}
-                 for t in step.transfers]
-    return {"lanes": lanes, "ops": ops, "transfers": transfers, "duration": step.duration_us}
 
 
 def summary(step: StepTimeline) -> str:
@@ -195,8 +196,3 @@ def _static_svg(step: StepTimeline, width: int = 640, lane_h: int = 18) -> str:
                      f"height='{lane_h - 4}' fill='{color_of(bar.device, known)}'>"
                      f"<title>{html.escape(bar.name)} ({html.escape(bar.op)})</title></rect>")
     return "".join(parts) + "</svg>"
-
-
-def _describe(output) -> str:
-    shape = ",".join(str(d) for d in output.shape)
-    return f"{output.dtype or '?'}[{shape}] {format_bytes(output.bytes)}"

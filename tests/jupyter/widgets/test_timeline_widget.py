@@ -29,13 +29,13 @@ def test_properties_describe_the_step(probe):
     assert probe.duration_us == 9497
     assert len(probe.ops) == 11
     assert probe.ops[0] == {"device": PS, "name": "w", "op": "VariableV2",
-                            "start_us": 4781, "end_us": 4788}
+                            "start_us": 4781, "end_us": 4788, "run": 0}
     assert all(0 <= op["start_us"] <= op["end_us"] <= probe.duration_us for op in probe.ops)
     assert probe.transfers == [
         {"src_device": PS, "dst_device": W0, "tensor": "w/read:0", "bytes": 24,
-         "start_us": 4800, "end_us": 7014},
+         "start_us": 4800, "end_us": 7014, "run": 0},
         {"src_device": W0, "dst_device": W1, "tensor": "y:0", "bytes": 16,
-         "start_us": 7205, "end_us": 8990}]
+         "start_us": 7205, "end_us": 8990, "run": 0}]
 
 
 def test_view_data_indexes_lanes_and_ops(probe):
