@@ -218,7 +218,12 @@ function render({ model, el: host }) {
     }
     const whole = fit(READABLE_K);
     if (pending) focusOn(pending);
-    else if (!moved) foldToFit(whole);
+    else if (!moved) settle(foldToFit(whole));
+  }
+
+  /** data-settled on the root: "no" while a coarser fold is on its way (tests wait on it). */
+  function settle(folding) {
+    root.dataset.settled = folding ? "no" : "yes";
   }
 
   function toggle(scope) {
@@ -311,7 +316,7 @@ function render({ model, el: host }) {
     if (!w || Math.abs(w - fittedWidth) < 1) return;
     if (!fittedWidth || !moved) {
       const whole = fit(READABLE_K);
-      if (!moved) foldToFit(whole);
+      if (!moved) settle(foldToFit(whole));
     } else {
       fittedWidth = w;
       apply();

@@ -70,3 +70,14 @@ export function prepareView(view) {
     : { ...n, client: n.device === CLIENT_JOB }));
   return { groups: kept, nodes, edges: view.edges || [] };
 }
+
+export const LINE_H = 13;  // px between two lines of a label
+
+/** A drawn label's lines: a folded scope "gradients/ (495 ops)" and a bundle
+ *  "90 tensors · 84.1 KiB" on two (narrower boxes, narrower gaps); else one. */
+export function labelLines(item) {
+  const label = String(item.label || "");
+  if (item.bundle) return label.split(" · ");
+  const at = item.kind === "scope" ? label.lastIndexOf(" (") : -1;
+  return at > 0 ? [label.slice(0, at), label.slice(at + 1)] : [label];
+}

@@ -1,7 +1,7 @@
 // The placement view's pieces: SVG elements for boxes, edges and nodes, and
 // tooltip text. The describe/format functions are pure; the draw functions
 // need a document when called (never at import time).
-import { fitTitle } from "./boxes.js";
+import { LINE_H, fitTitle, labelLines } from "./boxes.js";
 import { inkOn } from "./colors.js";
 import { formatBytes, formatMicros } from "./format.js";
 
@@ -89,6 +89,12 @@ export function drawGroup(grp, onToggle, hover) {
   return g;
 }
 
+/** Lines of a label as tspans, each starting again at x. */
+function appendLines(text, lines, x) {
+  if (lines.length === 1) { text.textContent = lines[0]; return; }
+  lines.forEach((line, i) => text.append(svgEl("tspan", { x, dy: i ? LINE_H : 0 }, line)));
+}
+
 /** The points moved `offset` px along the left-hand normal of first → last. */
 export function shiftPoints(points, offset) {
   if (!offset || points.length < 2) return points;
@@ -108,7 +114,8 @@ export function drawEdge(edge, uid, hover, offset = 0) {
     .join(" ");
   const cls = edge.kind === "transfer" ? "nbc-edge-transfer"
     : edge.kind === "control" ? "nbc-edge nbc-edge-control" : "nbc-edge";
-  const path = svgEl("path", { d, class: edge.bundle ? `${cls} nbc-bundle` : cls,
+  // fill as an attribute too: the minimap's <use> copy does not get the CSS
+  const path = svgEl("path", { d, fill: "none", class: edge.bundle ? `${cls} nbc-bundle` : cls,
     "marker-end": `url(#nbc-arrow-${edge.bundle ? "bundle" : edge.kind}-${uid})`,
     "data-id": edge.id });
   if (edge.bundle) path.style.strokeWidth = `${Math.min(6, 1.6 + Math.log2((edge.tensors || 0) + 1) * 0.6)}`;
@@ -130,9 +137,10 @@ export function drawEdge(edge, uid, hover, offset = 0) {
     y = mid.y + ny * 10 + 4;
     anchor = Math.abs(nx) < 0.3 ? "middle" : nx > 0 ? "start" : "end";
   }
-  const text = svgEl("text", { x, y, "text-anchor": anchor,
-    class: edge.kind === "transfer" ? "nbc-edge-label nbc-transfer-label" : "nbc-edge-label" },
-  edge.label);
+  const lines = labelLines(edge);
+  const text = svgEl("text", { x, y: y - ((lines.length - 1) * LINE_H) / 2, "text-anchor": anchor,
+    class: edge.kind === "transfer" ? "nbc-edge-label nbc-transfer-label" : "nbc-edge-label" });
+  appendLines(text, lines, x);
   hover(text, describeEdge(edge));
   return [path, text];
 }
@@ -145,8 +153,10 @@ export function drawNode(node, onToggle, hover, fill = node.color) {
     "data-name": node.name || "" });
   g.append(svgEl("rect", { x: node.x - node.width / 2, y: node.y - node.height / 2,
     width: node.width, height: node.height, rx: node.kind === "scope" ? 2 : 10, fill }));
-  const label = node.label.length > 48 ? `${node.label.slice(0, 47)}…` : node.label;
-  const text = svgEl("text", { x: node.x, y: node.y + 4, "text-anchor": "middle" }, label);
+  const lines = labelLines(node).map((l) => (l.length > 48 ? `${l.slice(0, 47)}…` : l));
+  const text = svgEl("text", { x: node.x, y: node.y + 4 - ((lines.length - 1) * LINE_H) / 2,
+    "text-anchor": "middle" });
+  appendLines(text, lines, node.x);
   text.style.fill = inkOn(fill);  // a style: the theme's CSS must not override it
   g.append(text);
   if (node.kind === "scope") {

@@ -8,7 +8,7 @@
 // between boxes is drawn straight from node to node. Transfers between two
 // devices are first bundled into one box-to-box edge (bundles.js).
 import dagre from "@dagrejs/dagre";
-import { CHAR_W, prepareView, titleWidth } from "./boxes.js";
+import { CHAR_W, LINE_H, labelLines, prepareView, titleWidth } from "./boxes.js";
 import { bundleTransfers } from "./bundles.js";
 
 export { CHAR_W } from "./boxes.js";
@@ -23,13 +23,16 @@ const TITLE_PASSES = 3;  // compound layouts rerun to widen boxes narrower than 
 
 /** Width and height dagre reserves for a drawn node. */
 export function nodeSize(node) {
-  const label = String(node.label || "");
-  return { width: Math.max(48, Math.min(label.length, 48) * CHAR_W + 18), height: NODE_H };
+  const lines = labelLines(node);
+  const chars = Math.max(...lines.map((l) => Math.min(l.length, 48)));
+  return { width: Math.max(48, chars * CHAR_W + 18), height: NODE_H + (lines.length - 1) * LINE_H };
 }
 
 function edgeLabelSize(edge) {
-  const label = edge.label || "";
-  return label ? { width: label.length * CHAR_W + 6, height: 14, labelpos: "c" } : {};
+  if (!edge.label) return {};
+  const lines = labelLines(edge);
+  return { width: Math.max(...lines.map((l) => l.length)) * CHAR_W + 6,
+           height: 14 + (lines.length - 1) * LINE_H, labelpos: "c" };
 }
 
 /** Runs dagre on a view ({groups, nodes, edges}); returns positioned copies

@@ -260,5 +260,8 @@ def view_data(placement: Placement, expanded=(), threshold: int = DEFAULT_THRESH
         "timed": any(o.time_us is not None for o in ops),
         "summary": {"ops": len(ops), "devices": len(placement.devices),
                     "transfers": len(placement.transfers), "bytes": sum(known),
-                    "actual": placement.actual, "visible": len(view.nodes)},
+                    "actual": placement.actual, "visible": len(view.nodes),
+                    # echoed, so a lower budget that folds nothing more still
+                    # answers the browser with a new view
+                    "budget": budget},
     }
