@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+import traitlets
 from test_placement_model import pinned_graph
 from test_placement_scopes import deep_training_graph
 
@@ -33,6 +34,23 @@ def test_needs_a_graph_or_run_metadata_of_the_right_type():
         PlacementView(graph=graph, rankdir="sideways")
     with pytest.raises(ValueError, match="threshold"):
         PlacementView(graph=graph, threshold=0)
+    with pytest.raises(ValueError, match="color_by must be one of .* got 'speed'"):
+        PlacementView(graph=graph, color_by="speed")
+
+
+def test_a_lower_budget_from_the_browser_folds_more_and_is_echoed():
+    view = PlacementView(graph=deep_training_graph(layers=12))
+    wide = view.view
+    assert wide["summary"]["budget"] == view.budget == 40
+    view.set_state({"budget": 4})                        # what the front end sends
+    narrow = view.view
+    assert narrow["summary"]["budget"] == 4
+    assert len(narrow["nodes"]) < len(wide["nodes"])
+    view.set_state({"budget": 3})                        # nothing more folds, still answered
+    assert view.view["summary"]["budget"] == 3 and view.view["nodes"] == narrow["nodes"]
+    with pytest.raises(traitlets.TraitError, match="budget must be at least 1, got 0"):
+        view.budget = 0
+    assert view.budget == 3
 
 
 def test_properties_and_synced_view():
