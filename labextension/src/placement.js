@@ -218,7 +218,7 @@ function render({ model, el: host }) {
     }
     const whole = fit(READABLE_K);
     if (pending) focusOn(pending);
-    else if (!moved) settle(foldToFit(whole));
+    else if (!moved) settle(!fittedWidth || foldToFit(whole));  // unattached: not yet
   }
 
   /** data-settled on the root: "no" while a coarser fold is on its way (tests wait on it). */
