@@ -165,6 +165,12 @@ def test_graphs_at_real_size(jupyter_lab, browser, shots):
             assert 2 <= bundles.count() <= 6, bundles.count()
             assert big.locator("text.nbc-transfer-label",
                                has_text=re.compile(r"^\d+ tensors\s*[\d.]+ (B|KiB|MiB)$")).count() >= 2
+            bundles.first.hover()  # a straight line: its box's centre is on it
+            tip = big.locator(".nbc-tooltip")
+            tip.wait_for(state="visible", timeout=5_000)
+            assert re.search(r"\d+ tensors? sent, [\d.]+ (B|KiB|MiB) in all", tip.inner_text())
+            shots("placement-bundle-tooltip", big)
+            page.mouse.move(0, 0)
 
             check_dark_contrast(page, big, shots)
             check_search(page, big, shots)

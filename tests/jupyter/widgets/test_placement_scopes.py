@@ -148,3 +148,30 @@ def test_small_scopes_stay_open_unless_over_the_threshold():
     assert labels == ["dense/ (6 ops)", "out"]
     edge, = folded["edges"]
     assert (edge["source"], edge["target"], edge["count"]) == ("|dense/", "op:out", 1)
+
+
+def test_numbered_scopes_fold_into_a_series_only_when_the_level_is_crowded():
+    graph = tf.Graph()
+    with graph.as_default(), tf.device(WORKER):
+        h = tf.placeholder(tf.float32, [None, 2], name="x")
+        for i in range(3):
+            with tf.name_scope(f"block{i}"):
+                h = tf.nn.relu(h + 1.0)
+    placement = from_graph(graph)
+    roomy = view_data(placement, threshold=6, budget=40)
+    assert {n["scope"] for n in roomy["nodes"] if n["kind"] == "scope"} == set()  # drawn op by op
+    crowded = view_data(placement, threshold=6, budget=2)
+    check_partition(crowded, placement)
+    series = [n for n in crowded["nodes"] if n["scope"] == "block*"]
+    assert len(series) == 1 and series[0]["label"] == f"block0…2 ({series[0]['count']} ops)"
+    opened = view_data(placement, expanded=["block*"], threshold=6, budget=2)
+    check_partition(opened, placement)
+    assert {n["scope"] for n in opened["nodes"] if n["kind"] == "scope"} == {
+        "block0", "block1", "block2"}
+
+
+def test_an_open_scope_folds_its_own_numbered_children_into_a_series(big):
+    view = view_data(big, expanded=["gradients"])
+    check_partition(view, big)
+    assert any(n["scope"] == "gradients/layer_*" and n["label"].startswith("layer_0…67 (")
+               for n in view["nodes"])
