@@ -114,7 +114,7 @@ function render({ model, el }) {
     });
     drawAxis(chart, win, plotW, labelW, layout.height, AXIS_H);
     drawRuns(chart, data, win, plotW, labelW, layout.height, AXIS_H);
-    const plots = drawLanes(chart, data, win, plotW, labelW, layout, width);
+    const { plots, opLabels } = drawLanes(chart, data, win, plotW, labelW, layout, width);
     const arrows = svg("g", { class: "nbc-transfers", transform: `translate(${labelW},0)`,
       "clip-path": `url(#${clipId})` }, chart);
     const labels = [];
@@ -130,7 +130,7 @@ function render({ model, el }) {
       }
     }
     // transfers that overlap in time would print their sizes on top of each other
-    const spots = placeLabels(labels, AXIS_H, AXIS_H + layout.height);
+    const spots = placeLabels(labels, AXIS_H, AXIS_H + layout.height, 2, 1, opLabels);
     labels.forEach((label, i) => {
       if (!spots[i]) return;
       svg("text", { class: "nbc-transfer-label", x: spots[i].x, y: spots[i].y + LABEL_H - 2 },
@@ -199,14 +199,16 @@ function render({ model, el }) {
     }
     // rows are packed so that no two bars of a row overlap: each label stays
     // inside its own bar's visible part, and so clear of every other label
+    const opLabels = [];
     for (const label of barLabels(data, bars, plotW)) {
+      opLabels.push({ x: label.x, y: label.y - LABEL_H + 2, w: label.w, h: LABEL_H });
       const op = data.ops[label.i];
       const wait = op.kind === "wait";
       const text = svg("text", { class: wait ? "nbc-op-label nbc-on-wait" : "nbc-op-label",
         x: label.x, y: label.y }, groups[op.lane]);
       text.textContent = label.text;
     }
-    return groups;
+    return { plots: groups, opLabels };
   }
 
   function setWindow(w) {

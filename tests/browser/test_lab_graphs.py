@@ -8,7 +8,6 @@ two traced `run` calls must show both side by side, with the _Recv waits hatched
 """
 from __future__ import annotations
 
-import math
 import re
 
 import pytest
@@ -118,9 +117,12 @@ CONTRAST_JS = """root => {
   return { labels: out, light: document.body.dataset.jpThemeLight };
 }"""
 
-# Each op label's box on screen, per timeline, for the overlap check.
-LABEL_BOXES_JS = """root => [...root.querySelectorAll('text.nbc-op-label')].map(t => {
-  const r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom, t.textContent]; })"""
+# Each label's box on screen (ops' and transfer sizes'), per timeline, for the overlap check.
+LABEL_BOXES_JS = """root => { const plot = root.querySelector('svg').getBoundingClientRect();
+  return [...root.querySelectorAll('text.nbc-op-label, text.nbc-transfer-label')]
+    .map(t => { const r = t.getBoundingClientRect();
+                return [r.left, r.top, r.right, r.bottom, t.textContent]; })
+    .filter(b => b[2] > plot.left && b[0] < plot.right); }"""  # clipped ones are not drawn
 
 
 def overlapping(boxes) -> list:
@@ -255,21 +257,32 @@ def check_timeline(page, shots) -> None:
     assert computes.count() >= 2 and "url(" not in computes.first.get_attribute("fill")
     whole = root.evaluate(LABEL_BOXES_JS)
     assert overlapping(whole) == []
+    whole_ops = root.locator("text.nbc-op-label").count()
     shots("timeline-two-runs", root)
-    # zoomed into the first run: labels fit in the wider bars, still none overlapping
+    # zoomed in: labels fit in the wider bars, still none overlapping
     widest = root.evaluate("""r => { let best = null;
       for (const b of r.querySelectorAll('rect.nbc-compute')) {
         const box = b.getBoundingClientRect();
         if (!best || box.width > best.width) best = box; }
-      return { x: best.x + best.width / 2, y: best.y + best.height / 2, width: best.width }; }""")
-    page.mouse.move(widest["x"], widest["y"])
-    # each step zooms in by exp(0.4) around the pointer: until that bar is ~400 px wide
-    for _ in range(max(1, math.ceil(math.log(400 / max(widest["width"], 0.5)) / 0.4))):
-        page.mouse.wheel(0, -200)
+      return { left: best.left, right: best.right, y: best.y + best.height / 2 }; }""")
+    # drag-select the widest compute bar's span (a few px either side): it then fills the plot
+    page.mouse.move(widest["left"] - 3, widest["y"])
+    page.mouse.down()
+    page.mouse.move(widest["right"] + 3, widest["y"], steps=4)
+    page.mouse.up()
     page.wait_for_function("r => r.querySelector('.nbc-tl-bar').textContent.includes(' of ')",
                            arg=root.element_handle(), timeout=10_000)
     page.wait_for_timeout(300)
     shots("timeline-zoomed", root)
     zoomed = root.evaluate(LABEL_BOXES_JS)
-    assert len(zoomed) > len(whole), (whole, zoomed)
+    # the bar zoomed into fills the plot: it is labelled (as wide bars were before)
+    assert root.locator("text.nbc-op-label").count() >= max(1, whole_ops), zoomed
     assert overlapping(zoomed) == []
+    # a narrower window redraws the timeline to the new width
+    wide = root.locator("svg").first.bounding_box()["width"]
+    page.set_viewport_size({"width": 900, "height": 1000})
+    page.wait_for_function("([r, w]) => r.querySelector('svg').getBoundingClientRect().width"
+                           " < w - 100", arg=[root.element_handle(), wide], timeout=10_000)
+    assert overlapping(root.evaluate(LABEL_BOXES_JS)) == []
+    shots("timeline-900px", root)
+    page.set_viewport_size({"width": 1400, "height": 1000})

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { barLabels, barsFor, elide, laneLayout, runBands } from "../timeline/view.js";
+import { barLabels, barsFor, elide, laneLayout, placeLabels, runBands } from "../timeline/view.js";
 
 function twoRuns() {
   // rows as timeline_view.py packs them: no two bars of a row overlap
@@ -64,4 +64,13 @@ test("each of several runs gets a band where it lies; a single run none", () => 
     [[0, 0, 450, "run 1 · 900 µs"], [1, 500, 950, "run 2 · 900 µs"]]);
   assert.deepEqual(runBands(data, [1000, 1900], 900).map((b) => b.i), [1]);
   assert.deepEqual(runBands({ ...data, runs: data.runs.slice(0, 1) }, [0, 900], 900), []);
+});
+
+test("transfer size labels keep clear of the bars' labels", () => {
+  const bar = { x: 10, y: 40, w: 120, h: 11 };
+  const sizes = [{ x: 40, y: 40, w: 30, h: 11 }, { x: 300, y: 40, w: 30, h: 11 }];
+  const spots = placeLabels(sizes, 0, 200, 2, 1, [bar]);
+  assert.ok(spots[0] && (spots[0].y + 11 <= bar.y || spots[0].y >= bar.y + bar.h), "moved off");
+  assert.deepEqual(spots[1], sizes[1]);  // nothing in its way: stays
+  assert.equal(placeLabels([sizes[0]], 40, 51, 2, 1, [bar])[0], null);  // no room: dropped
 });

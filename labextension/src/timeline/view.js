@@ -177,8 +177,9 @@ export function transferTooltip(data, i) {
 // overlaps another: each keeps its place if free, else moves up or down by
 // whole label heights (at most `tries` steps each way) inside [top, bottom];
 // a label with no free place gets null (its text is in the tooltip anyway).
-export function placeLabels(boxes, top, bottom, tries = 2, gap = 1) {
-  const placed = [];
+// `obstacles` are boxes already drawn that no label may cover.
+export function placeLabels(boxes, top, bottom, tries = 2, gap = 1, obstacles = []) {
+  const placed = [...obstacles];  // drawn already (the bars' labels): kept clear of
   const hits = (b) => placed.some((p) => b.x < p.x + p.w + gap && p.x < b.x + b.w + gap
     && b.y < p.y + p.h + gap && p.y < b.y + b.h + gap);
   return boxes.map((box) => {
