@@ -16,6 +16,7 @@ import {
 const SVG = "http://www.w3.org/2000/svg";
 const AXIS_TICKS = 26;
 const RUN_H = 16;  // the band naming each run, above the ticks
+const MAX_SIZE_LABELS = 40;  // transfers in view whose sizes are printed
 const CSS = `
 .nbcluster-timeline { position: relative; font: 11px var(--jp-code-font-family, monospace);
   color: var(--jp-ui-font-color1, #222); user-select: none; }
@@ -118,12 +119,16 @@ function render({ model, el }) {
     const arrows = svg("g", { class: "nbc-transfers", transform: `translate(${labelW},0)`,
       "clip-path": `url(#${clipId})` }, chart);
     const labels = [];
-    for (const a of arrowsFor(data, win, plotW, layout)) {
+    const drawn = arrowsFor(data, win, plotW, layout);
+    // past a few dozen transfers their sizes are noise over the bars: zoom in
+    // (or hover an arrow) to read them
+    const sized = drawn.length <= MAX_SIZE_LABELS;
+    for (const a of drawn) {
       svg("path", { class: "nbc-transfer", d: a.d, "marker-end": `url(#${arrowId})`,
         "data-transfer": a.i }, arrows);
       // a thin curve is hard to point at: a wide transparent twin takes the hover
       svg("path", { class: "nbc-transfer-hit", d: a.d, "data-transfer": a.i }, arrows);
-      if (Math.hypot(a.x2 - a.x1, a.y2 - a.y1) > 60) {
+      if (sized && Math.hypot(a.x2 - a.x1, a.y2 - a.y1) > 60) {
         const text = formatBytes(data.transfers[a.i].bytes);
         labels.push({ text, x: a.mid.x + 4, y: a.mid.y - 3 - LABEL_H + 2,
           w: text.length * LABEL_CHAR_W, h: LABEL_H });

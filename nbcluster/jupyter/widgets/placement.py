@@ -88,6 +88,13 @@ class PlacementView(snapshot.Snapshotted, anywidget.AnyWidget):
             raise traitlets.TraitError(f"budget must be at least 1, got {proposal['value']!r}")
         return proposal["value"]
 
+    @traitlets.validate("color_by")
+    def _check_color_by(self, proposal):
+        if proposal["value"] not in COLOR_BY:
+            raise traitlets.TraitError(
+                f"color_by must be one of {COLOR_BY}, got {proposal['value']!r}")
+        return proposal["value"]
+
     @traitlets.observe("expanded", "budget")
     def _on_expanded(self, change) -> None:
         if self._ready:  # not while __init__ sets the first value

@@ -51,6 +51,10 @@ def test_a_lower_budget_from_the_browser_folds_more_and_is_echoed():
     with pytest.raises(traitlets.TraitError, match="budget must be at least 1, got 0"):
         view.budget = 0
     assert view.budget == 3
+    view.set_state({"color_by": "time"})                 # the menu in the browser
+    assert view.color_by == "time"
+    with pytest.raises(traitlets.TraitError, match="color_by must be one of"):
+        view.color_by = "speed"
 
 
 def test_properties_and_synced_view():
