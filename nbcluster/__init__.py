@@ -87,6 +87,9 @@ from nbcluster.ops.queue import RandomShuffleQueue
 from nbcluster.ops.state import count_up_to
 from nbcluster.ops.variable_creators import variable_creator_scope
 from nbcluster import initializers, random
+# tf.data in graph mode and the TFRecord files it reads (issue 16)
+from nbcluster import data, io
+from nbcluster import io as python_io
 
 __version__ = "0.1.0"
 

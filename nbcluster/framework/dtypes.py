@@ -94,9 +94,10 @@ complex64 = DType(8, "complex64", np.complex64)
 complex128 = DType(18, "complex128", np.complex128)
 string = DType(7, "string", object)
 resource = DType(20, "resource", object)
+variant = DType(21, "variant", object)  # a tf.data dataset travels as one
 
 _ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16,
-        uint32, uint64, bool, complex64, complex128, string, resource)
+        uint32, uint64, bool, complex64, complex128, string, resource, variant)
 _BY_ENUM = {d.as_datatype_enum: d for d in _ALL}
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update(half=float16, double=float64)

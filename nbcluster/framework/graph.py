@@ -377,7 +377,13 @@ def reset_default_graph() -> None:
 def graph_of(*values) -> Graph:
     """The graph of the first Tensor/Operation/Variable among `values`, else the default."""
     found = _find_graph(values)
-    return found if found is not None else get_default_graph()
+    default = get_default_graph()
+    if found is None:
+        return default
+    # Inside a function's graph (a tf.data map), ops on an enclosing graph's tensor
+    # are built in the function, which captures that tensor (data/functions.py).
+    encloses = getattr(default, "encloses", None)
+    return default if encloses is not None and encloses(found) else found
 
 
 def _find_graph(values) -> Optional[Graph]:

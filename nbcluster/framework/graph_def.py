@@ -1,7 +1,7 @@
 """Node <-> NodeDef and Graph <-> GraphDef conversion, and import_graph_def.
 
 Attribute values map by Python type: bool->b, int->i, float->f, str/bytes->s,
-DType->type, TensorShape->shape, ndarray->tensor, list->list.
+DType->type, TensorShape->shape, ndarray->tensor, list->list, FuncAttr->func.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 
 from nbcluster import errors
 from nbcluster.framework import dtypes
+from nbcluster.framework.func_attr import FuncAttr, fill_func, read_func
 from nbcluster.framework.node import Node, parse_input
 from nbcluster.framework.tensor_shape import TensorShape
 from nbcluster.framework.tensor_util import make_ndarray, make_tensor_proto
@@ -55,6 +56,8 @@ def _fill_attr(attr, value) -> None:
     elif isinstance(value, (list, tuple)):
         _fill_list(attr.list, list(value))
         attr.SetInParent()
+    elif isinstance(value, FuncAttr):
+        fill_func(attr.func, value, nodes_to_proto, _fill_attr)
     else:
         raise TypeError(f"Cannot store attr value {value!r} of type {type(value).__name__}")
 
@@ -97,8 +100,9 @@ def attr_from_proto(attr):
     """The Python value of an AttrValue.
 
     Raises:
-      InvalidArgumentError: a kind nbcluster has no use for (`func`,
-        `placeholder`), an unknown dtype, or a bad tensor or shape.
+      InvalidArgumentError: a kind nbcluster has no use for (`placeholder`),
+        a `func` without its body (func_attr.py), an unknown dtype, or a bad
+        tensor or shape.
         A tensor too large to make up is one too (tensor_size.py).
     """
     kind = attr.WhichOneof("value")
@@ -120,8 +124,10 @@ def attr_from_proto(attr):
                 + [make_ndarray(t) for t in lst.tensor])
     if kind is None:
         return []
+    if kind == "func":
+        return read_func(attr.func, graph_pb2.GraphDef, nodes_from_proto, attr_from_proto)
     raise errors.InvalidArgumentError(
-        None, None, f"attr kind {kind!r} is not supported (function attrs and attr "
+        None, None, f"attr kind {kind!r} is not supported (attr "
                     f"placeholders have no kernels here)")
 
 

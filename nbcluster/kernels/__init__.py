@@ -7,7 +7,7 @@ __all__ = ["get_kernel_factory", "has_kernel", "register_kernel", "load_all"]
 
 FAMILIES = ("array", "control", "fill", "io", "linalg", "math", "nn", "queue", "random",
             "reduction", "shapes", "slicing", "state", "training",
-            "indexing", "logic", "accumulator", "summary")
+            "indexing", "logic", "accumulator", "summary", "data")
 
 
 def load_all() -> None:

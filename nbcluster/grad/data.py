@@ -1,0 +1,7 @@
+"""tf.data's ops carry no gradient: a pipeline's elements are inputs, not parameters."""
+from nbcluster.grad.registry import NotDifferentiable
+from nbcluster.ops.data import DATASET_INPUTS
+
+for _op_type in (*DATASET_INPUTS, "DummySeedGenerator", "IteratorV2", "MakeIterator",
+                 "OneShotIterator", "IteratorGetNext", "_Arg", "_Retval"):
+    NotDifferentiable(_op_type)
