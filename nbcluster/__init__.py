@@ -7,7 +7,7 @@ from nbcluster import errors
 from nbcluster.framework.dtypes import (DType, as_dtype, bool, complex64, complex128,  # noqa: A004
                                         double, float16, float32, float64, half, int8, int16,
                                         int32, int64, resource, string, uint8, uint16, uint32,
-                                        uint64)
+                                        uint64, variant)
 from nbcluster.framework.tensor_shape import TensorShape
 from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.graph import Graph, get_default_graph, reset_default_graph

@@ -19,6 +19,7 @@ from nbcluster.framework.graph import Graph, get_default_graph
 from nbcluster.framework.operation import Tensor
 
 _NAMES = itertools.count()
+_METHODS = {"map_func": "map", "predicate": "filter"}
 
 
 class FuncGraph(Graph):
@@ -117,7 +118,15 @@ def trace(fn: Callable, element_spec, what: str, returns: str = "tensors") -> Tr
         else:
             if isinstance(result, list):
                 result = tuple(result) if returns != "bool" else result
-            tensors = structure.to_tensors(result, f"The value returned by `{what}`", graph)
+            if result is None:
+                raise ValueError(f"`{what}` returned None: a tf.data function must return "
+                                 f"tensors (nested in tuples, dicts or namedtuples)")
+            try:
+                tensors = structure.to_tensors(result, f"The value returned by `{what}`", graph)
+            except TypeError as e:
+                raise TypeError(f"Unsupported return value from function passed to "
+                                f"Dataset.{_METHODS.get(what, what)}(): {result!r}. {e}") \
+                    from None
             tensors = structure.pack_as(tensors, [t if t.graph is graph else graph.capture(t)
                                                   for t in structure.flatten(tensors)])
             outputs, spec = structure.flatten(tensors), structure.spec_of(tensors)

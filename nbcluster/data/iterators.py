@@ -81,14 +81,14 @@ class Iterator:
         """The MakeIterator op that starts this iterator on `dataset`.
 
         Raises:
-          TypeError: `dataset`'s elements have other dtypes, an incompatible
-            shape, or another structure than this iterator's.
+          TypeError: `dataset`'s elements have other dtypes or an incompatible
+            shape than this iterator's (as TF, when the graph is built).
+          ValueError: they have another structure.
         """
         mine, theirs = self._element_spec, dataset.element_spec
         if not structure.same_structure(mine, theirs):
-            raise TypeError(f"Expected output types {self.output_types!r} but got dataset "
-                            f"with output types {dataset.output_types!r}: their structures "
-                            f"differ")
+            raise ValueError(f"The two structures don't have the same nested structure: "
+                             f"the iterator's {mine} and the dataset's {theirs}")
         if structure.dtypes_of(mine) != structure.dtypes_of(theirs):
             raise TypeError(f"Expected output types {self.output_types!r} but got dataset "
                             f"with output types {dataset.output_types!r}.")
