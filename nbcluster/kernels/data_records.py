@@ -14,6 +14,7 @@ the Castagnoli CRC (polynomial 0x82F63B78, reflected).
 from __future__ import annotations
 
 import gzip
+import io
 import struct
 import zlib
 from typing import BinaryIO, Iterator
@@ -101,26 +102,11 @@ def open_local(path: str, env, compression: str = "", node=None) -> BinaryIO:
         return gzip.GzipFile(fileobj=raw)
     if compression == "ZLIB":
         with raw:
-            return _BytesStream(zlib.decompress(raw.read()))
+            return io.BytesIO(zlib.decompress(raw.read()))
     if compression:
         raise errors.InvalidArgumentError(None, None, f"Unsupported compression_type: "
                                                       f"{compression!r}")
     return raw
-
-
-class _BytesStream:
-    def __init__(self, data: bytes) -> None:
-        import io
-        self._io = io.BytesIO(data)
-
-    def read(self, n: int = -1) -> bytes:
-        return self._io.read(n)
-
-    def __iter__(self):
-        return iter(self._io)
-
-    def close(self) -> None:
-        self._io.close()
 
 
 def _filenames(value, node) -> list:
