@@ -197,6 +197,12 @@ class Dataset:
         return make_dataset("SkipDataset", [self._variant, _int64(count, "count")],
                             self._element_spec, name=name)
 
+    def shard(self, num_shards, index, name: Optional[str] = None) -> "Dataset":
+        """Every `num_shards`-th element, from the `index`-th on."""
+        return make_dataset("ShardDataset", [self._variant, _int64(num_shards, "num_shards"),
+                                             _int64(index, "index")], self._element_spec,
+                            {"require_non_empty": False}, name)
+
     def prefetch(self, buffer_size, name: Optional[str] = None) -> "Dataset":
         return make_dataset("PrefetchDataset",
                             [self._variant, _int64(buffer_size, "buffer_size")],

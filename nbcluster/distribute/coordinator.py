@@ -144,14 +144,15 @@ class ClusterCoordinator:
         return self._workers[0].read(fetches)
 
     def create_per_worker_dataset(self, dataset_fn) -> PerWorkerDataset:
-        """Datasets, one per worker: `dataset_fn()` returns an iterable of batches
-        (it may be a tf.function calling `strategy.distribute_datasets_from_function`).
+        """Datasets, one per worker: `dataset_fn()` returns a `tf.data.Dataset`, whose
+        ops are built on (and run on) each worker, or an iterable of batches (it may
+        be a tf.function calling `strategy.distribute_datasets_from_function`).
 
         Returns: a PerWorkerDataset; `iter()` of it gives per-worker iterators.
         Raises:
           TypeError: `dataset_fn` returned something not iterable.
         """
-        return PerWorkerDataset(dataset_fn, self.num_workers)
+        return PerWorkerDataset(dataset_fn, self.num_workers, self._strategy)
 
     def close(self, timeout: Optional[float] = 10.0) -> None:
         """Stops the worker threads; queued functions are cancelled."""

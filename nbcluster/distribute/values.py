@@ -1,11 +1,13 @@
 """Per-worker values: one value per worker, resolved on the worker a closure runs on.
 
-Per-worker datasets are plain Python iterables of numpy batches, iterated in
-the coordinator's process: a worker that restarts keeps its iterator (TF
-recreates a dataset on a restarted worker; here nothing of it lived there).
+A per-worker dataset is a tf.data Dataset, built once per worker with its ops
+pinned to that worker and read there (worker_pipeline.py), or a plain Python
+iterable of numpy batches, iterated in the coordinator's process (a worker
+that restarts keeps such an iterator: nothing of it lived there).
 """
 from __future__ import annotations
 
+from nbcluster.distribute.worker_pipeline import WorkerPipeline, build_for_worker
 from nbcluster.function import ElementIterator
 
 
@@ -46,18 +48,20 @@ class PerWorkerDataset:
     """What `coordinator.create_per_worker_dataset(dataset_fn)` returns.
 
     Args:
-      dataset_fn: called once per worker, returns an iterable of batches
-        (numpy arrays or nested tuples/dicts of them); a tf.function (as TF2
-        code passes one calling `strategy.distribute_datasets_from_function`),
-        whose Python function is called; or an iterable, which every worker
-        then iterates on its own.
+      dataset_fn: called once per worker, returns a `tf.data.Dataset` (built
+        on that worker) or an iterable of batches (numpy arrays or nested
+        tuples/dicts of them); a tf.function (as TF2 code passes one calling
+        `strategy.distribute_datasets_from_function`), whose Python function
+        is called; or an iterable, which every worker then iterates on its own.
       num_workers: how many workers.
+      strategy: the ParameterServerStrategy, whose graph a tf.data dataset is
+        built into (None: iterables only).
     Raises:
       TypeError: `dataset_fn` gave something that is not iterable.
     """
 
-    def __init__(self, dataset_fn, num_workers: int) -> None:
-        self._datasets = tuple(_dataset(dataset_fn, i) for i in range(num_workers))
+    def __init__(self, dataset_fn, num_workers: int, strategy=None) -> None:
+        self._datasets = tuple(_dataset(dataset_fn, i, strategy) for i in range(num_workers))
 
     def __iter__(self) -> PerWorkerDistributedIterator:
         return PerWorkerDistributedIterator(ElementIterator(d) for d in self._datasets)
@@ -66,11 +70,22 @@ class PerWorkerDataset:
         return f"<PerWorkerDataset of {len(self._datasets)} worker(s)>"
 
 
-def _dataset(dataset_fn, worker: int):
+def _dataset(dataset_fn, worker: int, strategy=None):
+    from nbcluster.data.dataset import Dataset
+
     # TF2 code passes a tf.function (calling strategy.distribute_datasets_from_function):
-    # here a dataset lives in the coordinator, so its Python function is what runs
+    # its Python function is what runs, building a tf.data dataset on the worker
     dataset_fn = getattr(dataset_fn, "python_function", dataset_fn)
-    dataset = dataset_fn() if callable(dataset_fn) else dataset_fn
+    if not callable(dataset_fn):
+        dataset = dataset_fn
+    elif strategy is not None:
+        dataset = build_for_worker(dataset_fn, strategy, worker)
+    else:
+        dataset = dataset_fn()
+    if isinstance(dataset, Dataset):
+        if strategy is None:
+            raise TypeError("a tf.data dataset needs the strategy to build it on a worker")
+        return WorkerPipeline(dataset, strategy, worker, strategy.worker_targets()[worker])
     try:
         iter(dataset)
     except TypeError:

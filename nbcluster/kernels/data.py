@@ -141,6 +141,17 @@ def _skip(node, device, dataset, count):
     return passes
 
 
+@dataset_kernel("ShardDataset")
+def _shard(node, device, dataset, num_shards, index):
+    shards, index = scalar_int(num_shards, "num_shards", node), scalar_int(index, "index", node)
+    if shards <= 0 or not 0 <= index < shards:
+        raise errors.InvalidArgumentError(
+            None, None, f"Index must be between 0 and {shards - 1} (currently index = "
+                        f"{index}) and the number of shards must be positive",
+            node_name=node.name)
+    return lambda env: itertools.islice(dataset.iterate(env), index, None, shards)
+
+
 @dataset_kernel("ZipDataset")
 def _zip(node, device, *datasets):
     def passes(env):

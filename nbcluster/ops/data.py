@@ -20,7 +20,7 @@ DATASET_INPUTS = {
     "GeneratorDataset": (), "TFRecordDataset": (), "TextLineDataset": (),
     "MapDataset": (0,), "ParallelMapDatasetV2": (0,), "FilterDataset": (0,),
     "BatchDatasetV2": (0,), "PaddedBatchDatasetV2": (0,), "ShuffleDatasetV3": (0, 4),
-    "RepeatDataset": (0,), "TakeDataset": (0,), "SkipDataset": (0,),
+    "RepeatDataset": (0,), "TakeDataset": (0,), "SkipDataset": (0,), "ShardDataset": (0,),
     "PrefetchDataset": (0,), "ZipDataset": tuple(range(64)),
     "ConcatenateDataset": (0, 1), "InterleaveDataset": (0,), "FlatMapDataset": (0,),
 }

@@ -135,6 +135,14 @@ def test_repeat_take_skip():
         assert ds._variant.op.type == op_type
 
 
+def test_shard_takes_every_nth_element():
+    ds = Dataset.range(10).shard(3, 1)
+    assert ds._variant.op.type == "ShardDataset"
+    assert ints(ds) == list(range(10))[1::3]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Index must be between"):
+        ints(Dataset.range(3).shard(2, 2))
+
+
 def test_prefetch_gives_the_same_elements():
     ds = Dataset.range(25).map(lambda v: v * 2).prefetch(4)
     assert ds._variant.op.type == "PrefetchDataset"
