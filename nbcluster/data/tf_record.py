@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from typing import Iterator, Optional
+from typing import Iterator
 
 from nbcluster.kernels.data_records import encode_record, read_records
 

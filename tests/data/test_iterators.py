@@ -32,7 +32,7 @@ def test_one_shot_iterator_ops_and_its_end():
         with pytest.raises(tf.errors.OutOfRangeError, match="End of sequence"):
             sess.run(x)  # stays at its end
     with pytest.raises(ValueError, match="does not have an initializer"):
-        it.initializer
+        it.initializer  # noqa: B018 - the property raises
 
 
 def test_compat_v1_make_one_shot_iterator_is_the_same():
@@ -188,3 +188,24 @@ def test_an_initializable_iterator_round_trips_through_graph_def():
             sess.run(init)
             got = read_all(sess, x2)
     assert [g.tolist() for g in got] == [[0, 3], [6, 9], [12, 15]]
+
+
+def test_a_graph_def_joining_a_dataset_to_an_iterator_of_other_dtypes_fails_when_run():
+    # A GraphDef is not checked by the Python API: MakeIterator checks when it runs.
+    g = tf.get_default_graph()
+    ds = Dataset.range(3)
+    it = tf.data.Iterator.from_structure(tf.float32, [])
+    init = g.create_op("MakeIterator", [ds._variant, it._resource], {})
+    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError,
+                                             match=r"\['float32'\].*\['int64'\]"):
+        sess.run(init)
+
+
+def test_a_func_attr_without_its_body_is_invalid_argument():
+    from nbcluster.framework import graph_def as graph_def_lib
+    from nbcluster.proto import graph_pb2
+
+    node = graph_pb2.NodeDef(name="m", op="MapDataset")
+    node.attr["f"].func.name = "tf_library_function"
+    with pytest.raises(tf.errors.InvalidArgumentError, match="tf_library_function.*body"):
+        graph_def_lib.node_from_proto(node)

@@ -78,3 +78,20 @@ def test_the_input_pipeline_runs_on_the_worker_it_is_placed_on(two_workers):
             sess.run(it.initializer)
             with pytest.raises(tf.errors.PermissionDeniedError, match="a.txt"):
                 sess.run(line)
+
+
+def test_a_generator_runs_only_in_the_process_that_built_it(two_workers):
+    spec, _ = two_workers
+    with tf.Graph().as_default():
+        with tf.device("/job:worker/task:1"):
+            ds = tf.data.Dataset.from_generator(lambda: iter([1, 2]), tf.int64)
+            x = tf.compat.v1.data.make_one_shot_iterator(ds).get_next()
+        with tf.Session("grpc://" + spec["worker"][0]) as sess:
+            with pytest.raises(tf.errors.FailedPreconditionError, match="not in this process"):
+                sess.run(x)
+    # The same graph in this process's own session: the generator is here.
+    with tf.Graph().as_default():
+        ds = tf.data.Dataset.from_generator(lambda: iter([1, 2]), tf.int64)
+        x = tf.compat.v1.data.make_one_shot_iterator(ds).get_next()
+        with tf.Session() as sess:
+            assert [int(sess.run(x)), int(sess.run(x))] == [1, 2]
