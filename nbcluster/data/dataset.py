@@ -225,6 +225,18 @@ class Dataset:
         return make_dataset("ConcatenateDataset", [self._variant, dataset._variant], spec,
                             name=name)
 
+    def apply(self, transformation_func: Callable) -> "Dataset":
+        """`transformation_func(self)`, which must return a Dataset.
+
+        Raises:
+          TypeError: it returned something else.
+        """
+        result = transformation_func(self)
+        if not isinstance(result, Dataset):
+            raise TypeError(f"`transformation_func` must return a `tf.data.Dataset` object, "
+                            f"got {result!r}")
+        return result
+
     # -- iterators (data/iterators.py) ---------------------------------------------------
     def make_one_shot_iterator(self):
         from nbcluster.data.iterators import make_one_shot_iterator

@@ -209,3 +209,55 @@ def test_a_func_attr_without_its_body_is_invalid_argument():
     node.attr["f"].func.name = "tf_library_function"
     with pytest.raises(tf.errors.InvalidArgumentError, match="tf_library_function.*body"):
         graph_def_lib.node_from_proto(node)
+
+
+def test_concurrent_get_next_never_splits_or_repeats_an_element():
+    import threading
+
+    x = tf.compat.v1.data.make_one_shot_iterator(
+        Dataset.range(400).map(lambda v: (v, v * 2)).prefetch(3)).get_next()
+    got, errors_seen = [], []
+    with tf.Session() as sess:
+        def reader():
+            try:
+                got.extend(read_all(sess, x))
+            except Exception as e:  # noqa: BLE001 - reported by the assertion below
+                errors_seen.append(e)
+        threads = [threading.Thread(target=reader) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(50)
+    assert not errors_seen and not any(t.is_alive() for t in threads)
+    assert sorted(int(a) for a, _ in got) == list(range(400))
+    assert all(int(b) == 2 * int(a) for a, b in got)
+
+
+def test_re_initialising_a_prefetching_iterator_stops_the_old_prefetch_thread():
+    import threading
+    import time
+
+    it = Dataset.range(10_000).prefetch(2).make_initializable_iterator()
+    x = it.get_next()
+
+    def prefetchers() -> int:
+        return sum(t.name == "nbcluster-data-prefetch" for t in threading.enumerate())
+
+    before = prefetchers()
+    with tf.Session() as sess:
+        for i in range(5):
+            sess.run(it.initializer)
+            assert int(sess.run(x)) == 0
+        deadline = time.monotonic() + 30
+        while prefetchers() > before + 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert prefetchers() <= before + 1  # only the current pass's thread is left
+
+
+def test_apply_hands_the_dataset_to_a_function():
+    ds = Dataset.range(6).apply(lambda d: d.filter(lambda v: v > 2))
+    with tf.Session() as sess:
+        assert [int(v) for v in read_all(sess, tf.compat.v1.data.make_one_shot_iterator(
+            ds).get_next())] == [3, 4, 5]
+    with pytest.raises(TypeError, match="transformation_func"):
+        Dataset.range(1).apply(lambda d: 3)
