@@ -64,7 +64,7 @@ class Iterator:
                        output_classes=None) -> "Iterator":
         """An iterator of no dataset yet: `make_initializer(dataset)` gives the op that
         starts it on any dataset of that structure."""
-        types = _nested(output_types, dtypes.as_dtype)
+        types = structure.nested_map(output_types, dtypes.as_dtype)
         leaves = structure.flatten(types)
         if output_shapes is None:
             shapes = [TensorShape(None)] * len(leaves)
@@ -149,13 +149,3 @@ def make_initializable_iterator(dataset, shared_name: Optional[str] = None) -> I
     iterator = Iterator(resource, None, dataset.element_spec)
     iterator._initializer = iterator.make_initializer(dataset)
     return iterator
-
-
-def _nested(value, fn):
-    if isinstance(value, dict):
-        return type(value)((k, _nested(v, fn)) for k, v in value.items())
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return type(value)(*(_nested(v, fn) for v in value))
-    if isinstance(value, (tuple, list)):
-        return tuple(_nested(v, fn) for v in value)
-    return fn(value)

@@ -93,7 +93,7 @@ def from_generator(generator: Callable, output_types=None, output_shapes=None, a
         if output_types is None:
             raise TypeError("The `output_types` argument can not be None when "
                             "`output_signature` is None.")
-        types = _nested_dtypes(output_types)
+        types = structure.nested_map(output_types, dtypes.as_dtype)
         shapes = output_shapes if output_shapes is not None else \
             structure.pack_as(types, [TensorShape(None)] * len(structure.flatten(types)))
         shape_leaves = structure.shape_leaves(shapes)
@@ -111,14 +111,6 @@ def from_generator(generator: Callable, output_types=None, output_shapes=None, a
 
     token = register_generator(flat_generator)
     return make_dataset("GeneratorDataset", [], spec, {"token": token}, name)
-
-
-def _nested_dtypes(types):
-    if isinstance(types, dict):
-        return type(types)((k, _nested_dtypes(v)) for k, v in types.items())
-    if isinstance(types, (tuple, list)):
-        return tuple(_nested_dtypes(v) for v in types)
-    return dtypes.as_dtype(types)
 
 
 def _flat_values(element, spec) -> list:

@@ -1,9 +1,10 @@
 """The structure of a dataset's elements: nested tuples, dicts and namedtuples whose
 leaves are tensors; flat lists of dtypes and shapes for the ops' attrs.
 
-Rule (tf.data's): a Python list is a value, not a structure, so
+Rules (tf.data's): a Python list is a value, not a structure, so
 `from_tensor_slices([1, 2, 3])` has one int32 component; tuples, dicts and
-namedtuples nest.
+namedtuples nest; a dict's components go in the order of its sorted keys, so
+two dicts with the same keys are the same structure whatever their order.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from nbcluster.function.structure import TensorSpec, flatten, pack_as
 
 __all__ = ["TensorSpec", "flatten", "pack_as", "to_tensors", "spec_of", "dtypes_of",
            "shapes_of", "with_leaves", "same_structure", "merged_shapes", "flatten_element",
-           "shape_leaves"]
+           "shape_leaves", "nested_map"]
 
 
 def to_tensors(value, what: str, graph=None):
@@ -25,7 +26,7 @@ def to_tensors(value, what: str, graph=None):
       TypeError: a leaf that is no tensor value (None, an object), naming `what`.
     """
     if isinstance(value, dict):
-        return type(value)((k, to_tensors(v, what, graph)) for k, v in value.items())
+        return type(value)((k, to_tensors(value[k], what, graph)) for k in sorted(value))
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         return type(value)(*(to_tensors(v, what, graph) for v in value))
     if isinstance(value, tuple):
@@ -73,7 +74,7 @@ def merged_shapes(a: TensorShape, b: TensorShape) -> TensorShape:
 def flatten_element(value) -> list:
     """The leaves of a Python element (tf.data's rule: a list is one leaf)."""
     if isinstance(value, dict):
-        return [leaf for v in value.values() for leaf in flatten_element(v)]
+        return [leaf for k in sorted(value) for leaf in flatten_element(value[k])]
     if isinstance(value, tuple):
         return [leaf for v in value for leaf in flatten_element(v)]
     return [value]
@@ -85,8 +86,20 @@ def shape_leaves(shapes) -> list:
     if isinstance(shapes, TensorShape) or shapes is None:
         return [TensorShape(shapes)]
     if isinstance(shapes, dict):
-        return [x for v in shapes.values() for x in shape_leaves(v)]
+        return [x for k in sorted(shapes) for x in shape_leaves(shapes[k])]
     if isinstance(shapes, (list, tuple)) and all(d is None or isinstance(d, (int, np.integer))
                                                  for d in shapes):
         return [TensorShape([None if d is None or d < 0 else int(d) for d in shapes])]
     return [x for v in shapes for x in shape_leaves(v)]
+
+
+def nested_map(value, fn):
+    """`value` (dicts, namedtuples, tuples, lists: tuples) with `fn` applied to each leaf,
+    dicts in sorted key order."""
+    if isinstance(value, dict):
+        return type(value)((k, nested_map(value[k], fn)) for k in sorted(value))
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*(nested_map(v, fn) for v in value))
+    if isinstance(value, (tuple, list)):
+        return tuple(nested_map(v, fn) for v in value)
+    return fn(value)

@@ -261,3 +261,15 @@ def test_apply_hands_the_dataset_to_a_function():
             ds).get_next())] == [3, 4, 5]
     with pytest.raises(TypeError, match="transformation_func"):
         Dataset.range(1).apply(lambda d: 3)
+
+
+def test_dicts_are_one_structure_whatever_their_key_order():
+    ds = Dataset.from_tensor_slices({"b": np.arange(3), "a": np.ones(3, np.float32)})
+    it = tf.data.Iterator.from_structure({"a": tf.float32, "b": tf.int64},
+                                         {"a": [], "b": []})
+    init = it.make_initializer(ds)
+    nxt = it.get_next()
+    with tf.Session() as sess:
+        sess.run(init)
+        got = sess.run(nxt)
+    assert got == {"a": 1.0, "b": 0} and list(got) == ["a", "b"]
