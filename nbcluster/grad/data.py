@@ -3,5 +3,5 @@ from nbcluster.grad.registry import NotDifferentiable
 from nbcluster.ops.data import DATASET_INPUTS
 
 for _op_type in (*DATASET_INPUTS, "DummySeedGenerator", "IteratorV2", "MakeIterator",
-                 "OneShotIterator", "IteratorGetNext", "_Arg", "_Retval"):
+                 "OneShotIterator", "IteratorGetNext", "IteratorToStringHandle", "_Arg", "_Retval"):
     NotDifferentiable(_op_type)

@@ -68,10 +68,6 @@ def scalar_int(value, what: str, node) -> int:
     return int(array)
 
 
-def cast_element(values, types, node) -> tuple:
-    return tuple(np.asarray(v, dtype=t.as_numpy_dtype) for v, t in zip(values, types))
-
-
 # -- sources ----------------------------------------------------------------------
 @dataset_kernel("TensorDataset")
 def _tensors(node, device, *components):
@@ -163,7 +159,7 @@ def _zip(node, device, *datasets):
 
 @dataset_kernel("ConcatenateDataset")
 def _concatenate(node, device, first, second):
-    if [t for t in first.types] != [t for t in second.types]:
+    if first.types != second.types:
         raise errors.InvalidArgumentError(
             None, None, f"input dataset and dataset to concatenate have different types: "
                         f"{[t.name for t in first.types]} and "

@@ -137,3 +137,12 @@ def _get_next(node, device):
     def get_next(ctx, iterator: Optional[IteratorResource]):
         return iterator.get_next(node.name)
     return get_next
+
+
+@register_kernel("IteratorToStringHandle", "CPU")
+def _to_string_handle(node, device):
+    # TF's make_initializable_iterator adds one; a handle names the iterator on its
+    # device (feedable iterators, which would take it back, are not supported).
+    def to_string_handle(ctx, iterator: IteratorResource):
+        return (np.asarray(f"{device.name}/{iterator.name}".encode(), dtype=object),)
+    return to_string_handle

@@ -68,3 +68,8 @@ def _arg(op) -> list:
 @register_op("_Retval")
 def _retval(op) -> list:
     return []
+
+
+@register_op("IteratorToStringHandle", stateful=True, ref_inputs=(0,))
+def _string_handle(op) -> list:
+    return [(dtypes.string, scalar())]

@@ -273,3 +273,47 @@ def test_dicts_are_one_structure_whatever_their_key_order():
         sess.run(init)
         got = sess.run(nxt)
     assert got == {"a": 1.0, "b": 0} and list(got) == ["a", "b"]
+
+
+_TF_GRAPHS = r"""
+import sys
+import tensorflow.compat.v1 as tf
+tf.disable_eager_execution()
+plain, mapped = sys.argv[1:3]
+with tf.Graph().as_default() as g:
+    ds = tf.data.Dataset.from_tensor_slices(tf.constant([[1., 2.], [3., 4.], [5., 6.]]))
+    ds = tf.data.Dataset.zip((ds.repeat(2).skip(1).take(4).batch(3), tf.data.Dataset.range(5)))
+    it = tf.data.make_initializable_iterator(ds)
+    it.get_next()
+    open(plain, "wb").write(g.as_graph_def().SerializeToString())
+with tf.Graph().as_default() as g:
+    tf.data.make_one_shot_iterator(tf.data.Dataset.range(3).map(lambda v: v + 1)).get_next()
+    open(mapped, "wb").write(g.as_graph_def().SerializeToString())
+"""
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("tensorflow") is None,
+                    reason="TensorFlow is not installed (pip install tensorflow-cpu)")
+def test_a_tensorflow_graph_def_of_a_pipeline_imports_and_runs(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    plain, mapped = tmp_path / "plain.pb", tmp_path / "mapped.pb"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    out = subprocess.run([sys.executable, "-c", _TF_GRAPHS, str(plain), str(mapped)],
+                         capture_output=True, text=True, timeout=100, env=env, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    tf.import_graph_def(tf.GraphDef.FromString(plain.read_bytes()), name="")
+    g = tf.get_default_graph()
+    x, n = g.get_tensor_by_name("IteratorGetNext:0"), g.get_tensor_by_name("IteratorGetNext:1")
+    with tf.Session() as sess:
+        sess.run(g.get_operation_by_name("MakeIterator"))
+        got = read_all(sess, [x, n])
+    rows = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]] * 2, np.float32)[1:5]
+    assert [int(b) for _, b in got] == [0, 1]
+    np.testing.assert_array_equal(np.concatenate([a for a, _ in got]), rows)
+    # TF keeps a map's function in the GraphDef library, which nbcluster does not read.
+    with tf.Graph().as_default():
+        with pytest.raises(tf.errors.InvalidArgumentError, match="without its body"):
+            tf.import_graph_def(tf.GraphDef.FromString(mapped.read_bytes()), name="")
