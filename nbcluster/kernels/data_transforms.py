@@ -143,7 +143,12 @@ def _dummy_seed_generator(node, device):
 
 
 @dataset_kernel("ShuffleDatasetV3")
-def _shuffle(node, device, dataset, buffer_size, seed, seed2, seed_generator):
+def _shuffle_v3(node, device, dataset, buffer_size, seed, seed2, seed_generator):
+    return _shuffle(node, device, dataset, buffer_size, seed, seed2)
+
+
+@dataset_kernel("ShuffleDataset")
+def _shuffle(node, device, dataset, buffer_size, seed, seed2):
     size = scalar_int(buffer_size, "buffer_size", node)
     if size <= 0:
         raise errors.InvalidArgumentError(

@@ -20,6 +20,7 @@ DATASET_INPUTS = {
     "GeneratorDataset": (), "TFRecordDataset": (), "TextLineDataset": (),
     "MapDataset": (0,), "ParallelMapDatasetV2": (0,), "FilterDataset": (0,),
     "BatchDatasetV2": (0,), "PaddedBatchDatasetV2": (0,), "ShuffleDatasetV3": (0, 4),
+    "ShuffleDataset": (0,),  # TF1 graph mode's own (no seed generator): imported GraphDefs
     "RepeatDataset": (0,), "TakeDataset": (0,), "SkipDataset": (0,), "ShardDataset": (0,),
     "PrefetchDataset": (0,), "ZipDataset": tuple(range(64)),
     "ConcatenateDataset": (0, 1), "InterleaveDataset": (0,), "FlatMapDataset": (0,),
@@ -34,9 +35,10 @@ def _resource(op) -> list:
     return [(dtypes.resource, scalar())]
 
 
+_STATEFUL = ("GeneratorDataset", "ShuffleDatasetV3", "ShuffleDataset")
+
 for _op_type, _slots in DATASET_INPUTS.items():
-    register_op(_op_type, ref_inputs=_slots,
-                stateful=_op_type in ("GeneratorDataset", "ShuffleDatasetV3"))(_variant)
+    register_op(_op_type, ref_inputs=_slots, stateful=_op_type in _STATEFUL)(_variant)
 
 register_op("DummySeedGenerator", stateful=True)(_resource)
 register_op("IteratorV2", stateful=True)(_resource)
