@@ -197,6 +197,31 @@ class Dataset:
         return make_dataset("SkipDataset", [self._variant, _int64(count, "count")],
                             self._element_spec, name=name)
 
+    def cache(self, filename: str = "", name: Optional[str] = None) -> "Dataset":
+        """Elements kept in memory by the first whole pass; later passes replay them
+        (a file name is UnimplementedError when it runs)."""
+        file = convert_to_tensor(filename, dtype=dtypes.string, name="filename")
+        return make_dataset("CacheDataset", [self._variant, file], self._element_spec,
+                            name=name)
+
+    def unbatch(self, name: Optional[str] = None) -> "Dataset":
+        """Each element's rows as elements of their own.
+
+        Raises:
+          ValueError: a component is a scalar.
+        """
+        for s in structure.flatten(self._element_spec):
+            if s.shape.rank == 0:
+                raise ValueError("Cannot unbatch an input with scalar components.")
+        spec = structure.with_leaves(self._element_spec, lambda s: structure.TensorSpec(
+            TensorShape(s.shape.as_list()[1:]) if s.shape.rank else TensorShape(None),
+            s.dtype))
+        return make_dataset("UnbatchDataset", [self._variant], spec, name=name)
+
+    def enumerate(self, start=0, name: Optional[str] = None) -> "Dataset":
+        """(index, element) pairs, indices counting from `start` (TF's: a zip with a range)."""
+        return Dataset.zip((Dataset.range(start, np.iinfo(np.int64).max), self), name=name)
+
     def shard(self, num_shards, index, name: Optional[str] = None) -> "Dataset":
         """Every `num_shards`-th element, from the `index`-th on."""
         return make_dataset("ShardDataset", [self._variant, _int64(num_shards, "num_shards"),

@@ -148,6 +148,47 @@ def _shard(node, device, dataset, num_shards, index):
     return lambda env: itertools.islice(dataset.iterate(env), index, None, shards)
 
 
+@dataset_kernel("CacheDataset")
+def _cache(node, device, dataset, filename):
+    name = np.asarray(filename).reshape(()).item()
+    if name:
+        raise errors.UnimplementedError(
+            None, None, f"cache() to a file ({name!r}) is not supported; cache() with no "
+                        f"file name keeps the elements in memory", node_name=node.name)
+    cache: list = []
+    complete = threading.Event()
+    lock = threading.Lock()
+
+    def passes(env):
+        if complete.is_set():  # the first whole pass filled it: replay
+            yield from cache
+            return
+        seen = []
+        for element in dataset.iterate(env):
+            seen.append(element)
+            yield element
+        with lock:
+            if not complete.is_set():
+                cache[:] = seen
+                complete.set()
+    return passes
+
+
+@dataset_kernel("UnbatchDataset")
+def _unbatch(node, device, dataset):
+    def passes(env):
+        for element in dataset.iterate(env):
+            rows = {np.shape(c)[0] if np.ndim(c) else None for c in element}
+            if None in rows or len(rows) != 1:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Input element must have a non-scalar value in each "
+                                f"component, all of the same first dimension; got shapes "
+                                f"{[list(np.shape(c)) for c in element]}", node_name=node.name)
+            for i in range(rows.pop()):
+                yield tuple(c[i] for c in element)
+    return passes
+
+
 @dataset_kernel("ZipDataset")
 def _zip(node, device, *datasets):
     def passes(env):

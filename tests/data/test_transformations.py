@@ -143,6 +143,32 @@ def test_shard_takes_every_nth_element():
         ints(Dataset.range(3).shard(2, 2))
 
 
+def test_cache_replays_the_first_pass():
+    calls = []
+
+    def gen():
+        calls.append(1)
+        yield from range(4)
+
+    ds = Dataset.from_generator(gen, tf.int64).cache().repeat(3)
+    assert ds._variant.op.inputs[0].op.type == "CacheDataset"
+    assert ints(ds) == [0, 1, 2, 3] * 3
+    assert len(calls) == 1  # the generator ran once: later passes came from the cache
+    with pytest.raises(tf.errors.UnimplementedError, match="not supported"):
+        ints(Dataset.range(2).cache("/tmp/some-cache"))
+
+
+def test_unbatch_and_enumerate():
+    x = np.arange(12).reshape(2, 3, 2)
+    ds = Dataset.from_tensors(x).unbatch().unbatch()
+    assert ds._variant.op.type == "UnbatchDataset" and ds.output_shapes.as_list() == [2]
+    assert ints(ds) == x.reshape(6, 2).tolist()
+    with pytest.raises(ValueError, match="scalar"):
+        Dataset.range(3).unbatch()
+    pairs = elements(Dataset.from_tensor_slices(np.array([5.0, 6.0], np.float32)).enumerate(3))
+    assert [(int(i), float(v)) for i, v in pairs] == [(3, 5.0), (4, 6.0)]
+
+
 def test_prefetch_gives_the_same_elements():
     ds = Dataset.range(25).map(lambda v: v * 2).prefetch(4)
     assert ds._variant.op.type == "PrefetchDataset"
