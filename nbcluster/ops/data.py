@@ -23,7 +23,8 @@ DATASET_INPUTS = {
     "ShuffleDataset": (0,),  # TF1 graph mode's own (no seed generator): imported GraphDefs
     "RepeatDataset": (0,), "TakeDataset": (0,), "SkipDataset": (0,), "ShardDataset": (0,),
     "PrefetchDataset": (0,), "ZipDataset": tuple(range(64)),
-    "ConcatenateDataset": (0, 1), "CacheDataset": (0,), "UnbatchDataset": (0,), "InterleaveDataset": (0,), "FlatMapDataset": (0,),
+    "ConcatenateDataset": (0, 1), "CacheDataset": (0,), "UnbatchDataset": (0,),
+    "InterleaveDataset": (0,), "FlatMapDataset": (0,),
 }
 
 
