@@ -87,6 +87,10 @@ from nbcluster.ops.queue import RandomShuffleQueue
 from nbcluster.ops.state import count_up_to
 from nbcluster.ops.variable_creators import variable_creator_scope
 from nbcluster import initializers, random
+from nbcluster.ops.control_flow import Assert
+from nbcluster.ops.control_flow_cond import case, cond
+from nbcluster.ops.control_flow_tensor_array import TensorArray
+from nbcluster.ops.control_flow_while import while_loop
 
 __version__ = "0.1.0"
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.node import Node, input_ref, parse_input
+from nbcluster.runtime.control_flow_executor import needs_frames
 
 
 def partition(nodes: list[Node], key: Callable[[str], object],
@@ -26,6 +27,7 @@ def partition(nodes: list[Node], key: Callable[[str], object],
       key: device name -> partition key (a task, or the device itself).
       incarnation: device name -> the incarnation of its task's devices.
     """
+    cf = needs_frames(nodes)  # then every pair carries deadness and its frame
     by_name = {n.name: n for n in nodes}
     parts: dict[object, list[Node]] = {}
     recvs: dict[tuple, str] = {}  # (tensor or ^op, dst device) -> recv node name
@@ -61,6 +63,8 @@ def partition(nodes: list[Node], key: Callable[[str], object],
         attrs = {"tensor_name": tensor, "send_device": src.device,
                  "send_device_incarnation": incarnation(src.device),
                  "recv_device": dst_device, "client_terminated": False}
+        if cf:
+            attrs["_cf"] = True
         add(key(src.device), Node(f"_send_{suffix}", "_Send", (sent_from,), src.device,
                                   dict(attrs, T=dtype)))
         recv = Node(f"_recv_{suffix}", "_Recv", (), dst_device, dict(attrs, tensor_type=dtype))
