@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.constant import constant
-from nbcluster.grad.registry import register_gradient
 from nbcluster.ops.array import identity
 from nbcluster.ops.control_flow import (add_control_input, enter, exit, merge, next_iteration,
                                         replace_input, switch)
@@ -30,8 +29,9 @@ from nbcluster.ops.fill import zeros_like
 _FLOATS = {dtypes.float16, dtypes.float32, dtypes.float64}
 
 
-@register_gradient("WhileContext")
-def _while_grad(ctx, *out_grads):
+def while_gradient(ctx, *out_grads) -> list:
+    """The gradients of a WhileContext's inputs (initial values, then captured
+    tensors) from its Exits' gradients `out_grads` (None where none flows)."""
     inputs = ctx.inputs
     if not ctx.back_prop or all(g is None for g in out_grads):
         return [None] * len(inputs)

@@ -30,7 +30,7 @@ class WhileContext:
     initial values, then the captured outside tensors), `outputs` (the Exits).
     """
 
-    type = "WhileContext"  # its gradient rule (grad/control_flow_while.py)
+    type = "WhileContext"  # no op type: grad/control_flow_while.py differentiates it
 
     def __init__(self, graph, frame_name: str, cond, body, structure, parallel: int,
                  back_prop: bool, shape_invariants: list) -> None:
