@@ -231,8 +231,11 @@ def _build(graph, scope: str, cond, body, loop_vars, shape_invariants, parallel:
                           f"unlike its loop_vars: {e}") from None
         outs = []
         for v, out, inv in zip(values, flatten(result), invariants):
-            out = out.flow if isinstance(out, TensorArray) else \
-                convert_to_tensor(as_tensor_or_op(out), dtype=v.dtype, graph=graph)
+            out = as_tensor_or_op(out)
+            if isinstance(out, TensorArray):
+                out = out.flow
+            elif not isinstance(out, Tensor):
+                out = convert_to_tensor(out, dtype=v.dtype, graph=graph)
             if out.dtype != v.dtype:
                 raise TypeError(f"Loop variable {v.name} enters the loop as {v.dtype.name} "
                                 f"but the body returns {out.dtype.name} ({out.name})")
