@@ -71,7 +71,7 @@ def switch(data, pred, name: Optional[str] = None) -> tuple:
     data = convert_to_tensor(data, graph=graph)
     pred = convert_to_tensor(pred, dtype=dtypes.bool, graph=graph)
     op_type = "RefSwitch" if is_ref(data) else "Switch"
-    with graph.colocate_with(data.op):
+    with graph.colocate_with(data.op, ignore_existing=True):  # TF's: with its data only
         op = graph.create_op(op_type, [data, pred], {"T": data.dtype}, name=name or "Switch")
     return op.outputs[0], op.outputs[1]
 
