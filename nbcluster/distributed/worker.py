@@ -31,7 +31,7 @@ from nbcluster.distributed.worker_steps import StepTable
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.kernels import load_all
 from nbcluster.proto import worker_pb2
-from nbcluster.runtime.control_flow_executor import make_executor
+from nbcluster.runtime.control_flow_executor import FrameExecutor, make_executor
 from nbcluster.runtime.math_threads import process_threads
 from nbcluster.runtime.resources import ResourceMgr
 from nbcluster.runtime.step import CancellationManager, StepContext
@@ -51,6 +51,8 @@ class _Graph:
         self.remote_sends = remote_sends  # tensors peers will fetch each step
         self.nodes = nodes  # device -> [Node], for partition_graphs
         self.prefetch = prefetch or {}  # producing task -> [keys], streamed each step
+        # Frame executors count what they send to peers (a loop's Send runs many times).
+        self.counts_sends = any(isinstance(ex, FrameExecutor) for ex in executors)
 
 
 class Worker:
@@ -236,7 +238,8 @@ class Worker:
             raise
         finally:
             with self._lock:
-                step.unfetched += sum(getattr(c, "remote_sent", 0) for c in contexts)
+                if graph.counts_sends:
+                    step.unfetched += sum(getattr(c, "remote_sent", 0) for c in contexts)
                 step.running -= 1
                 self._step_table.end_if_finished(step_id, step)
         self.steps_run += 1

@@ -102,3 +102,35 @@ def test_nested_loops_and_gradients_across_tasks_match_one_process(local_cluster
                 got = sess.run([loss, grad], {x: value})
                 np.testing.assert_allclose(got[0], expect[0], rtol=1e-12)
                 np.testing.assert_allclose(got[1], expect[1], rtol=1e-12)
+
+
+def test_a_loop_over_two_devices_of_two_tasks(cluster_factory):
+    """The master splits the loop by task, each worker its piece by device:
+    skeleton loops at both levels, driven by the one LoopCond on a's CPU:0."""
+    cluster = cluster_factory({"a": 1, "b": 1}, tf.ConfigProto(device_count={"CPU": 2}))
+    a0, a1 = "/job:a/task:0/device:CPU:0", "/job:a/task:0/device:CPU:1"
+    b0, b1 = "/job:b/task:0/device:CPU:0", "/job:b/task:0/device:CPU:1"
+    with tf.Graph().as_default():
+        with tf.device(a0):
+            n = tf.placeholder(tf.int32, [])
+
+            def body(i, x, y):
+                with tf.device(b0):
+                    x2 = x * 0.5 + y
+                with tf.device(a1):
+                    y2 = tf.cond(x2 > 3.0, lambda: y - 1.0, lambda: y + 2.0)
+                with tf.device(b1):
+                    x3 = x2 + y2 * 0.25
+                return i + 1, x3, y2
+            out = tf.while_loop(lambda i, x, y: i < n, body, [0, tf.constant(1.0),
+                                                              tf.constant(0.5)])
+        with tf.Session(cluster.target("a", 0)) as sess:
+            for steps in (7, 0, 3):
+                x, y = np.float32(1.0), np.float32(0.5)
+                for _ in range(steps):
+                    x2 = x * np.float32(0.5) + y
+                    y = y - 1 if x2 > 3.0 else y + 2
+                    x = x2 + y * np.float32(0.25)
+                got = sess.run(out, {n: steps}, options=tf.RunOptions(timeout_in_ms=30000))
+                assert got[0] == steps
+                np.testing.assert_allclose(got[1:], [x, y], rtol=1e-6)
