@@ -19,12 +19,14 @@ from nbcluster.ops.control_flow import add_control_input, replace_input
 
 
 def capture(graph, start: int, value_of: Callable[[Tensor], Tensor], pivot: Operation,
-            context=None, internal=()) -> dict:
+            context=None, internal=(), gate_of: Callable = None) -> dict:
     """Rewires the ops built since op index `start`; returns {outer tensor: inner}.
 
     `internal`: ops built before `start` that are inside too (a loop's Merges,
     read by its condition). `context` (a while loop's) is recorded on each op
     that has none yet, for gradients (`control_flow_while.loop_unit`).
+    `gate_of(op)` (a loop's): what replaces a control input from outside, which
+    would be in another frame (a constant Enter of a value made after it).
     """
     ops = graph._ops[start:]
     inside = {id(op) for op in ops} | {id(op) for op in internal}
@@ -44,6 +46,10 @@ def capture(graph, start: int, value_of: Callable[[Tensor], Tensor], pivot: Oper
             if id(t) not in inner:
                 inner[id(t)] = (t, value_of(t))
             replace_input(op, index, inner[id(t)][1])
+        if gate_of is not None:
+            for k, c in enumerate(op._control_inputs):
+                if id(c) not in inside:
+                    op._control_inputs[k] = gate_of(c)
         if not reads_inside and not any(id(c) in inside for c in op.control_inputs):
             add_control_input(op, pivot)
     return {id(t): v for t, v in inner.values()}

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from nbcluster.framework import dtypes
+from nbcluster.framework.constant import constant as constant_op
 from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import get_default_graph
 from nbcluster.framework.operation import Operation, Tensor, as_tensor_or_op
@@ -201,6 +202,17 @@ def _build(graph, scope: str, cond, body, loop_vars, shape_invariants, parallel:
             ctx.captured[id(t)] = (t, inner)
         return ctx.captured[id(t)][1]
 
+    gates: dict = {}
+
+    def gate_of(op: Operation) -> Operation:
+        if id(op) not in gates:
+            with graph.control_dependencies(None), graph.colocate_with(op):
+                with graph.control_dependencies([op]):
+                    after = constant_op(0, name="control_gate")
+                gates[id(op)] = enter(after, frame_name, True, parallel, name="Enter").op
+            ctx._tag(gates[id(op)])
+        return gates[id(op)]
+
     building.stack.append(ctx)
     try:
         start = len(graph._ops)
@@ -211,7 +223,8 @@ def _build(graph, scope: str, cond, body, loop_vars, shape_invariants, parallel:
                              f"loop condition {pred.name}")
         if pred.op._id < start:
             pred = identity(pred)
-        capture(graph, start, value_of, merges[0].op, ctx, internal=[m.op for m in merges])
+        capture(graph, start, value_of, merges[0].op, ctx, internal=[m.op for m in merges],
+                gate_of=gate_of)
         ctx.loop_cond = loop_cond(pred, name="LoopCond")
         switches = [switch(m, ctx.loop_cond, name="Switch") for m in merges]
         body_in = [identity(sw[1], name="Identity") for sw in switches]
@@ -249,7 +262,7 @@ def _build(graph, scope: str, cond, body, loop_vars, shape_invariants, parallel:
                 out = identity(out)
             outs.append(out)
         capture(graph, start, value_of, ctx.pivot, ctx,
-                internal=[t.op for t in body_in] + [m.op for m in merges])
+                internal=[t.op for t in body_in] + [m.op for m in merges], gate_of=gate_of)
     finally:
         building.stack.pop()
     for m, out in zip(merges, outs):

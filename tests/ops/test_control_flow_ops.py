@@ -367,3 +367,16 @@ def test_a_graph_def_as_tensorflow_serializes_cond_and_while_imports_and_runs():
         assert sess.run("tf/cond/Merge:0", {"tf/x:0": 4.0}) == 8.0
         assert sess.run("tf/cond/Merge:0", {"tf/x:0": -4.0}) == -5.0
         assert sess.run("tf/while/Exit:0") == 6
+
+
+def test_a_loop_built_under_control_dependencies_waits_for_them_and_ends():
+    v = tf.Variable(1.0)
+    bump = tf.assign_add(v, 5.0)
+    with tf.control_dependencies([bump]):
+        # The body's Const gets the outside control input: it must reach the
+        # frame through an Enter, or the Const would wait in the wrong frame.
+        out = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a + tf.constant(1.0)),
+                            [0, v.read_value()])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(out, options=tf.RunOptions(timeout_in_ms=10000)) == [3, 9.0]
