@@ -28,7 +28,7 @@ def cond(pred, true_fn=None, false_fn=None, strict: bool = False, name: Optional
     branch's ops run.
 
     Args:
-      pred: a scalar bool Tensor (or Python bool).
+      pred: a scalar bool Tensor (a Python bool is a TypeError, as in TF1).
       true_fn, false_fn: callables returning the same nested structure of
         Tensors (or Operations); `fn1`/`fn2` are TF's deprecated names.
       strict: keep a one-element list or tuple as it is (by default TF1
@@ -41,6 +41,8 @@ def cond(pred, true_fn=None, false_fn=None, strict: bool = False, name: Optional
     """
     true_fn = true_fn if true_fn is not None else fn1
     false_fn = false_fn if false_fn is not None else fn2
+    if isinstance(pred, bool):
+        raise TypeError("pred must not be a Python bool")
     if not callable(true_fn):
         raise TypeError("true_fn must be callable.")
     if not callable(false_fn):

@@ -76,6 +76,8 @@ def test_cond_branches_of_different_structures_fail_at_build_time():
         tf.cond(tf.constant(True), lambda: None, lambda: x)
     with pytest.raises(TypeError, match="false_fn must be callable"):
         tf.cond(tf.constant(True), lambda: x, x)
+    with pytest.raises(TypeError, match="pred must not be a Python bool"):
+        tf.cond(True, lambda: x, lambda: x)
 
 
 def test_fetching_an_untaken_branch_tensor_is_an_invalid_argument():
@@ -380,3 +382,14 @@ def test_a_loop_built_under_control_dependencies_waits_for_them_and_ends():
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         assert sess.run(out, options=tf.RunOptions(timeout_in_ms=10000)) == [3, 9.0]
+
+
+def test_cond_branches_returning_ops_run_them_only_when_taken():
+    flag = tf.placeholder(tf.bool, [])
+    v = tf.Variable(0.0)
+    step = tf.cond(flag, lambda: tf.group(tf.assign_add(v, 1.0)), lambda: tf.no_op())
+    with tf.control_dependencies([step]):
+        gated = v.read_value()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert [sess.run(gated, {flag: f}) for f in (True, False, True)] == [1.0, 1.0, 2.0]
