@@ -393,3 +393,52 @@ def test_cond_branches_returning_ops_run_them_only_when_taken():
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         assert [sess.run(gated, {flag: f}) for f in (True, False, True)] == [1.0, 1.0, 2.0]
+
+
+# What TF 1.x writes for `v.initialized_value()` (slot variables and moving
+# averages are made from it): a cond on IsVariableInitialized whose true side
+# reads the variable through a RefSwitch.
+_TF_INITIALIZED_VALUE = """
+node { name: "v/initial_value" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 3 } } } }
+node { name: "v" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "shape" value { shape {} } } attr { key: "container" value { s: "" } }
+  attr { key: "shared_name" value { s: "" } } }
+node { name: "v/Assign" op: "Assign" input: "v" input: "v/initial_value"
+  attr { key: "T" value { type: DT_FLOAT } } attr { key: "_class" value { list { s: "loc:@v" } } }
+  attr { key: "use_locking" value { b: true } } attr { key: "validate_shape" value { b: true } } }
+node { name: "v/IsVariableInitialized" op: "IsVariableInitialized" input: "v"
+  attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "_class" value { list { s: "loc:@v" } } } }
+node { name: "v/cond/Switch" op: "Switch" input: "v/IsVariableInitialized"
+  input: "v/IsVariableInitialized" attr { key: "T" value { type: DT_BOOL } } }
+node { name: "v/cond/switch_t" op: "Identity" input: "v/cond/Switch:1"
+  attr { key: "T" value { type: DT_BOOL } } }
+node { name: "v/cond/switch_f" op: "Identity" input: "v/cond/Switch"
+  attr { key: "T" value { type: DT_BOOL } } }
+node { name: "v/cond/pred_id" op: "Identity" input: "v/IsVariableInitialized"
+  attr { key: "T" value { type: DT_BOOL } } }
+node { name: "v/cond/read/Switch" op: "RefSwitch" input: "v" input: "v/cond/pred_id"
+  attr { key: "T" value { type: DT_FLOAT } } attr { key: "_class" value { list { s: "loc:@v" } } } }
+node { name: "v/cond/read" op: "Identity" input: "v/cond/read/Switch:1"
+  attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "v/cond/Switch_1" op: "Switch" input: "v/initial_value" input: "v/cond/pred_id"
+  attr { key: "T" value { type: DT_FLOAT } }
+  attr { key: "_class" value { list { s: "loc:@v/initial_value" } } } }
+node { name: "v/cond/Merge" op: "Merge" input: "v/cond/Switch_1" input: "v/cond/read"
+  attr { key: "N" value { i: 2 } } attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "bump" op: "AssignAdd" input: "v" input: "v/initial_value"
+  attr { key: "T" value { type: DT_FLOAT } } attr { key: "use_locking" value { b: false } } }
+versions { producer: 27 }
+"""
+
+
+def test_tensorflows_initialized_value_cond_with_a_ref_switch_runs(server):
+    from google.protobuf import text_format
+    tf.import_graph_def(text_format.Parse(_TF_INITIALIZED_VALUE, tf.GraphDef()), name="")
+    tf.Session.reset(server.target)  # no `v` of an earlier test on this server
+    with tf.Session(server.target) as sess:
+        assert sess.run("v/cond/Merge:0") == 3.0   # not initialized: the initial value
+        sess.run("v/Assign")
+        sess.run("bump")
+        assert sess.run("v/cond/Merge:0") == 6.0   # initialized: the variable, by reference
