@@ -124,3 +124,33 @@ def test_gradient_of_a_loop_already_run_only_adds_ops():
         assert len(tf.get_default_graph().get_operations()) > count
         assert sess.run(y, {x: 2.0}) == 162.0
         assert sess.run(g, {x: 2.0}) == 81.0  # four iterations: 3**4
+
+
+def test_a_loop_gradient_graph_round_trips_through_a_graph_def():
+    """Stacks, TensorArrays and both loops survive as_graph_def/import_graph_def."""
+    value = RNG.uniform(-1.0, 1.0, size=[4, 3])
+    graph = tf.Graph()
+    with graph.as_default():
+        seq = tf.placeholder(tf.float64, [4, 3], name="seq")
+        w = tf.constant(np.full((3, 3), 0.3), name="w")
+        inputs = tf.TensorArray(tf.float64, size=4).unstack(seq)
+
+        def body(t, h, out):
+            h = tf.tanh(tf.matmul(tf.reshape(inputs.read(t), [1, 3]), w) + h)
+            return t + 1, h, out.write(t, tf.reshape(h, [3]))
+        _, _, outs = tf.while_loop(lambda t, h, o: t < 4, body,
+                                   [0, tf.zeros([1, 3], tf.float64),
+                                    tf.TensorArray(tf.float64, size=4)])
+        loss = tf.reduce_sum(outs.stack() ** 2, name="loss")
+        tf.identity(tf.gradients(loss, [seq])[0], name="grad")
+        with tf.Session() as sess:
+            before = sess.run(["loss:0", "grad:0"], {"seq:0": value})
+    graph_def = tf.GraphDef.FromString(graph.as_graph_def().SerializeToString())
+    assert {"StackV2", "StackPushV2", "StackPopV2", "TensorArrayGradV3"} <= \
+        {n.op for n in graph_def.node}
+    with tf.Graph().as_default():
+        tf.import_graph_def(graph_def, name="")
+        with tf.Session() as sess:
+            after = sess.run(["loss:0", "grad:0"], {"seq:0": value})
+    np.testing.assert_allclose(after[0], before[0], rtol=1e-12)
+    np.testing.assert_allclose(after[1], before[1], rtol=1e-12)
