@@ -90,6 +90,10 @@ from nbcluster import initializers, random
 # tf.data in graph mode and the TFRecord files it reads (issue 16)
 from nbcluster import data, io
 from nbcluster import io as python_io
+from nbcluster.ops.control_flow import Assert
+from nbcluster.ops.control_flow_cond import case, cond
+from nbcluster.ops.control_flow_tensor_array import TensorArray
+from nbcluster.ops.control_flow_while import while_loop
 
 __version__ = "0.1.0"
 

@@ -14,7 +14,9 @@ from typing import Callable
 import numpy as np
 
 from nbcluster.framework import dtypes
+from nbcluster.distributed.control_flow_partition import ControlLoops
 from nbcluster.framework.node import Node, input_ref, parse_input
+from nbcluster.runtime.control_flow_executor import needs_frames
 
 
 def partition(nodes: list[Node], key: Callable[[str], object],
@@ -26,11 +28,15 @@ def partition(nodes: list[Node], key: Callable[[str], object],
       key: device name -> partition key (a task, or the device itself).
       incarnation: device name -> the incarnation of its task's devices.
     """
+    cf = needs_frames(nodes)  # then every pair carries deadness and its frame
+    taken = {n.name for n in nodes}  # names in use, including those of an earlier split
+    loops = ControlLoops(nodes, key, taken) if cf else None
+    if loops is not None:
+        nodes = list(nodes) + loops.added
     by_name = {n.name: n for n in nodes}
     parts: dict[object, list[Node]] = {}
     recvs: dict[tuple, str] = {}  # (tensor or ^op, dst device) -> recv node name
     counter = [0]
-    taken = set(by_name)  # names in use, including those of an earlier split
 
     def new_suffix(stem: str) -> str:
         while True:
@@ -61,9 +67,14 @@ def partition(nodes: list[Node], key: Callable[[str], object],
         attrs = {"tensor_name": tensor, "send_device": src.device,
                  "send_device_incarnation": incarnation(src.device),
                  "recv_device": dst_device, "client_terminated": False}
+        if cf:
+            attrs["_cf"] = True
         add(key(src.device), Node(f"_send_{suffix}", "_Send", (sent_from,), src.device,
                                   dict(attrs, T=dtype)))
-        recv = Node(f"_recv_{suffix}", "_Recv", (), dst_device, dict(attrs, tensor_type=dtype))
+        # In a frame, the Recv waits for its partition's pivot of it (control_flow_partition.py).
+        gate = loops.recv_control(src, dst_device) if loops is not None else None
+        recv = Node(f"_recv_{suffix}", "_Recv", ("^" + gate,) if gate else (), dst_device,
+                    dict(attrs, tensor_type=dtype))
         add(key(dst_device), recv)
         recvs[edge] = recv.name
         return recv.name

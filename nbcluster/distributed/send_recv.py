@@ -6,10 +6,13 @@ rendezvous. The executor never knows about the network.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from nbcluster import errors
-from nbcluster.distributed.rendezvous import make_key
+from nbcluster.distributed.rendezvous import make_key, task_of
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.tensor_shape import unknown_shape
+from nbcluster.kernels.control_flow import DEAD
 from nbcluster.kernels.registry import register_kernel
 
 
@@ -23,10 +26,10 @@ def _recv_shape(op):
     return [(op.get_attr("tensor_type"), unknown_shape())]
 
 
-def _key(node) -> str:
+def _key(node, frame_iter: str = "0:0", suffix: str = "") -> str:
     a = node.attrs
     return make_key(a["send_device"], int(a["send_device_incarnation"]), a["recv_device"],
-                    a["tensor_name"])
+                    a["tensor_name"] + suffix, frame_iter)
 
 
 @register_kernel("_Send", "CPU", "GPU")
@@ -39,6 +42,8 @@ def _send(node, device):
             ctx.fetches[name] = to_host(value)
             return ()
         return fetch
+    if node.attrs.get("_cf"):
+        return _frame_send(node, to_host)
     key = _key(node)
 
     def send(ctx, value):
@@ -60,9 +65,40 @@ def _recv(node, device):
                 raise errors.InvalidArgumentError(
                     None, None, f"No value was fed for tensor '{name}'") from None
         return feed
+    if node.attrs.get("_cf"):
+        return _frame_recv(node, to_device)
     key = _key(node)
 
     def recv(ctx):
         return (to_device(ctx.rendezvous.recv(key, ctx)),)
     recv.rendezvous_key = key  # the executor waits for tensors that land by themselves
+    return recv
+
+
+# A control-flow pair (attr `_cf`, from the partitioner) keys each tensor with
+# its frame and iteration, and sends first whether it is live ("<name>/live",
+# a bool), then the tensor itself only if it is: a dead tensor crosses devices
+# as deadness, with nothing on the wire that a TF peer would misread.
+def _frame_send(node, to_host):
+    remote = task_of(node.attrs["send_device"]) != task_of(node.attrs["recv_device"])
+
+    def send(ctx, value):
+        frame_iter = getattr(ctx, "frame_iter", "0:0")
+        live = value is not DEAD
+        ctx.rendezvous.send(_key(node, frame_iter, "/live"), np.array(live))
+        if live:
+            ctx.rendezvous.send(_key(node, frame_iter), to_host(value))
+        if remote:
+            state = ctx.step_state
+            state["remote_sent"] = state.get("remote_sent", 0) + 1 + live
+        return ()
+    return send
+
+
+def _frame_recv(node, to_device):
+    def recv(ctx):
+        frame_iter = getattr(ctx, "frame_iter", "0:0")
+        if not bool(ctx.rendezvous.recv(_key(node, frame_iter, "/live"), ctx)):
+            return (DEAD,)
+        return (to_device(ctx.rendezvous.recv(_key(node, frame_iter), ctx)),)
     return recv

@@ -81,7 +81,8 @@ def prefetch_plan(nodes: list) -> dict:
     for producers that send two or more (one goes faster as a RecvTensor)."""
     by_task: dict = {}
     for n in nodes:
-        if n.op == "_Recv" and not n.attrs.get("client_terminated"):
+        # A control-flow Recv's key names its frame and iteration, known only as it runs.
+        if n.op == "_Recv" and not n.attrs.get("client_terminated") and not n.attrs.get("_cf"):
             src = task_of(n.attrs["send_device"])
             if src != task_of(n.attrs["recv_device"]):
                 by_task.setdefault(src, []).append(make_key(

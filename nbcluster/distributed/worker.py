@@ -31,7 +31,7 @@ from nbcluster.distributed.worker_steps import StepTable
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.kernels import load_all
 from nbcluster.proto import worker_pb2
-from nbcluster.runtime.executor import Executor
+from nbcluster.runtime.control_flow_executor import FrameExecutor, make_executor
 from nbcluster.runtime.math_threads import process_threads
 from nbcluster.runtime.resources import ResourceMgr
 from nbcluster.runtime.step import CancellationManager, StepContext
@@ -51,6 +51,8 @@ class _Graph:
         self.remote_sends = remote_sends  # tensors peers will fetch each step
         self.nodes = nodes  # device -> [Node], for partition_graphs
         self.prefetch = prefetch or {}  # producing task -> [keys], streamed each step
+        # Frame executors count what they send to peers (a loop's Send runs many times).
+        self.counts_sends = any(isinstance(ex, FrameExecutor) for ex in executors)
 
 
 class Worker:
@@ -182,9 +184,11 @@ class Worker:
                                 f"{self._boot_note(session)}", node_name=node.name)
         pieces = partition(nodes, key=lambda d: d, incarnation=lambda d: self.incarnation)
         threads = parallelism or self.parallelism or process_threads()
-        executors = [Executor(part, session.devices[dev], threads)
+        executors = [make_executor(part, session.devices[dev], threads)
                      for dev, part in pieces.items()]
+        # A control-flow _Send runs any number of times a step: its executor counts them.
         remote = sum(1 for n in nodes if n.op == "_Send" and not n.attrs.get("client_terminated")
+                     and not n.attrs.get("_cf")
                      and task_of(n.attrs["recv_device"]) != session.task)
         with self._lock:
             handle = f"{self.job}:{self.task}:g{next(self._handles)}"
@@ -234,6 +238,8 @@ class Worker:
             raise
         finally:
             with self._lock:
+                if graph.counts_sends:
+                    step.unfetched += sum(getattr(c, "remote_sent", 0) for c in contexts)
                 step.running -= 1
                 self._step_table.end_if_finished(step_id, step)
         self.steps_run += 1

@@ -184,28 +184,51 @@ def import_graph_def(graph_def, input_map: Optional[dict] = None,
     nodes = {n.name: n for n in nodes_from_proto(graph_def)}
     prefix = name if name is not None else "import"
     created: dict = {}
+    back_edges: list = []  # (Merge, input slot, NextIteration name, index): a loop's
     with graph.name_scope(prefix or None) as scope:
         for node in _topological(nodes):
-            inputs, controls = [], []
+            inputs, controls, later = [], [], []
             for ref in node.inputs:
                 src, index = parse_input(ref)
                 if index < 0:
                     controls.append(created[src])
                     continue
                 key = f"{src}:{index}"
-                inputs.append(input_map.pop(key) if key in input_map
-                              else created[src].outputs[index])
+                if key in input_map:
+                    inputs.append(input_map.pop(key))
+                elif src in created:
+                    inputs.append(created[src].outputs[index])
+                else:  # a back edge, wired once its NextIteration exists
+                    later.append((len(inputs), src, index))
+                    inputs.append(None)
+            for slot, _, _ in later:
+                inputs[slot] = next(t for t in inputs if t is not None)
             with graph.control_dependencies(controls):
                 op = graph.create_op(node.op, inputs, dict(node.attrs),
                                      name=scope + node.name + "/")
             op._set_device(node.device)
             created[node.name] = op
+            back_edges.extend((op, slot, src, index) for slot, src, index in later)
+    for op, slot, src, index in back_edges:
+        _rewire(op, slot, created[src].outputs[index])
     if input_map:
         raise ValueError(f"Attempted to map inputs that were not found in graph_def: "
                          f"[{', '.join(sorted(input_map))}]")
     if return_elements is None:
         return None
     return [graph.as_graph_element(scope + e) for e in return_elements]
+
+
+def _rewire(op, slot: int, tensor) -> None:
+    old = op._inputs[slot]
+    old._consumers.remove(op)
+    op._inputs = op._inputs[:slot] + (tensor,) + op._inputs[slot + 1:]
+    tensor._consumers.append(op)
+
+
+# A Merge's input from a NextIteration closes a while loop's cycle: the only
+# cycle a GraphDef may hold (TF's importer makes the same exception).
+_BACK_EDGE_SOURCES = frozenset({"NextIteration", "RefNextIteration"})
 
 
 def _topological(nodes: dict) -> list:
@@ -219,8 +242,13 @@ def _topological(nodes: dict) -> list:
         if name not in nodes:
             raise ValueError(f"Node '{path[-1]}' has an input from unknown node '{name}'")
         state[name] = 1
+        merge = nodes[name].op in ("Merge", "RefMerge")
         for ref in nodes[name].inputs:
-            visit(parse_input(ref)[0], path + (name,))
+            src = parse_input(ref)[0]
+            if merge and not ref.startswith("^") and src in nodes and \
+                    nodes[src].op in _BACK_EDGE_SOURCES:
+                continue
+            visit(src, path + (name,))
         state[name] = 2
         order.append(nodes[name])
 

@@ -17,11 +17,13 @@ from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import graph_of
 from nbcluster.framework.indexed_slices import IndexedSlices
 from nbcluster.framework.operation import Operation, Tensor, as_tensor_or_op
+from nbcluster.grad.control_flow_while import while_gradient
 from nbcluster.grad.registry import get_gradient_rule
 from nbcluster.ops.fill import ones_like
 from nbcluster.ops.control import tuple as gate_tuple
 from nbcluster.ops.math import add_n, cast
 from nbcluster.ops.array import concat
+from nbcluster.ops.control_flow_while import loop_unit
 
 # Op types whose rule takes an IndexedSlices gradient as it is (TF's Identity
 # rule returns it unchanged, so a variable's `read` keeps the gradient sparse).
@@ -91,26 +93,30 @@ class _Builder:
         self.between: set = set()  # the ops on a path from some x to some y
 
     def run(self, ys: list, xs: list, grad_ys: list, stops: list) -> list:
-        between = self.between = _ops_between(ys, xs)
+        # A while loop's ops count as one unit (its WhileContext): a loop is
+        # differentiated whole (grad/control_flow_while.py).
+        between = self.between = {loop_unit(op) for op in _ops_between(ys, xs)}
         stop_ops = {t.op for t in stops}
         for i, (y, gy) in enumerate(zip(ys, grad_ys)):
             self.grads.setdefault(y, []).append(self._initial_grad(y, gy, i))
         pending = collections.Counter()
         for op in between:
             for t in op.inputs:
-                if t.op in between:
-                    pending[t.op] += 1
-        ready = collections.deque(_unique(y.op for y in ys if y.op in between
-                                          and pending[y.op] == 0))
+                if loop_unit(t.op) in between:
+                    pending[loop_unit(t.op)] += 1
+        ready = collections.deque(_unique(loop_unit(y.op) for y in ys
+                                          if loop_unit(y.op) in between
+                                          and pending[loop_unit(y.op)] == 0))
         while ready:
             op = ready.popleft()
             if op not in stop_ops:
                 self._backprop(op)
             for t in op.inputs:
-                if t.op in between:
-                    pending[t.op] -= 1
-                    if pending[t.op] == 0:
-                        ready.append(t.op)
+                unit = loop_unit(t.op)
+                if unit in between:
+                    pending[unit] -= 1
+                    if pending[unit] == 0:
+                        ready.append(unit)
         return [self._summed(x) for x in xs]
 
     def _initial_grad(self, y: Tensor, gy, index: int) -> Tensor:
@@ -134,7 +140,8 @@ class _Builder:
                 out_grads = [convert_to_tensor(g) if isinstance(g, IndexedSlices) else g
                              for g in out_grads]
             try:
-                rule = get_gradient_rule(op.type)
+                rule = get_gradient_rule(op.type) if isinstance(op, Operation) \
+                    else while_gradient
             except LookupError:
                 raise LookupError(f"No gradient defined for operation '{op.name}' "
                                   f"(op type: {op.type})") from None
@@ -146,7 +153,7 @@ class _Builder:
                                  f"{len(in_grads)} entries for {len(op.inputs)} inputs")
             # An input off every path from xs (a placeholder's feed) needs no
             # gradient: left out of the gate, its branch (MatMul's dx) never runs.
-            in_grads = [g if t.op in self.between else None
+            in_grads = [g if loop_unit(t.op) in self.between else None
                         for t, g in zip(op.inputs, in_grads)]
             if self.gate and sum(g is not None for g in in_grads) > 1:
                 in_grads = gate_tuple(in_grads)
@@ -176,7 +183,9 @@ class _Builder:
         return parts[0]
 
     def _near(self, op: Operation):
-        return self.graph.colocate_with(op) if self.colocate else contextlib.nullcontext()
+        if self.colocate and isinstance(op, Operation):
+            return self.graph.colocate_with(op)
+        return contextlib.nullcontext()
 
 
 def _concat_slices(parts: list) -> IndexedSlices:

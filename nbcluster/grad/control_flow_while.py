@@ -1,0 +1,114 @@
+"""The gradient of a tf.while_loop, as one unit: a gradient loop that runs the
+forward loop's iterations backwards.
+
+Rule (TF1's stack approach, with recomputation): the forward loop gets, per
+gradient, a counter and one StackPushV2 per loop variable in its frame (new
+ops only, so a graph already sent to a session just grows): each iteration
+pushes the values the body started from, in order (every push waits for the
+previous iteration's counter). The gradient loop runs that many iterations;
+each pops the values of one forward iteration, newest first, builds the body
+again on them (`WhileContext.body_fn`) and takes `tf.gradients` of it with
+the incoming gradients as grad_ys. Gradients of outside tensors the body
+reads (weights) are summed over the iterations in extra loop variables. Only
+what that gradient needs of the rebuilt body runs; a body with side effects
+(assignments, random ops) is rebuilt, but its ops run only if the gradient
+needs them.
+"""
+from __future__ import annotations
+
+from nbcluster.framework import dtypes
+from nbcluster.framework.constant import constant
+from nbcluster.ops.array import identity
+from nbcluster.ops.control_flow import (add_control_input, enter, exit, merge, next_iteration,
+                                        replace_input, switch)
+from nbcluster.ops.control_flow_context import flatten, pack_as
+from nbcluster.ops.control_flow_tensor_array import (TensorArray, stack_pop_v2,
+                                                     stack_push_v2, stack_v2)
+from nbcluster.ops.fill import zeros_like
+
+_FLOATS = {dtypes.float16, dtypes.float32, dtypes.float64}
+
+
+def while_gradient(ctx, *out_grads) -> list:
+    """The gradients of a WhileContext's inputs (initial values, then captured
+    tensors) from its Exits' gradients `out_grads` (None where none flows)."""
+    inputs = ctx.inputs
+    if not ctx.back_prop or all(g is None for g in out_grads):
+        return [None] * len(inputs)
+    graph = ctx.graph
+    count, stacks = _accumulate(ctx)
+    n_vars = len(ctx.initial)
+    float_vars = [k for k in range(n_vars) if ctx.initial[k].dtype in _FLOATS]
+    captured = [t for t, _ in ctx.captured.values()]
+    float_caps = [c for c in captured if c.dtype in _FLOATS]
+    init_grads = [out_grads[k] if out_grads[k] is not None else zeros_like(ctx.exits[k])
+                  for k in float_vars]
+    init_accs = [zeros_like(c) for c in float_caps]
+    arrays = ctx.arrays
+
+    def cond(j, grads, accs):
+        return j < count
+
+    def body(j, grads, accs):
+        from nbcluster.grad.gradients import gradients
+        popped = [stack_pop_v2(s, v.dtype, shape=ctx.shape_invariants[k])
+                  for k, (s, v) in enumerate(zip(stacks, ctx.initial))]
+        with graph.control_dependencies([p.op for p in popped]):
+            j_next = j + 1
+        leaves = [p if ta is None else ta._with_flow(p) for p, ta in zip(popped, arrays)]
+        result = ctx.body_fn(*pack_as(ctx.structure, leaves)) \
+            if isinstance(ctx.structure, (list, tuple)) and not hasattr(ctx.structure, "_fields") \
+            else ctx.body_fn(pack_as(ctx.structure, leaves))
+        if isinstance(ctx.structure, (list, tuple)) and len(ctx.structure) == 1 and \
+                not isinstance(result, (list, tuple)):
+            result = [result]
+        outs = [o.flow if isinstance(o, TensorArray) else o for o in flatten(result)]
+        ys = [outs[k] for k in float_vars]
+        xs = [popped[k] for k in float_vars] + float_caps
+        dxs = gradients(ys, xs, grad_ys=list(grads)) if ys else [None] * len(xs)
+        new_grads = [g if g is not None else zeros_like(popped[k])
+                     for g, k in zip(dxs[:len(float_vars)], float_vars)]
+        new_accs = [a + g if g is not None else identity(a)
+                    for a, g in zip(accs, dxs[len(float_vars):])]
+        return j_next, new_grads, new_accs
+
+    from nbcluster.ops.control_flow_while import while_loop
+    _, grads, accs = while_loop(cond, body, [constant(0, name="grad_counter"), init_grads,
+                                             init_accs],
+                                parallel_iterations=ctx.parallel_iterations,
+                                name="grad_loop", return_same_structure=True)
+    by_var = dict(zip(float_vars, grads))
+    by_cap = {id(c): a for c, a in zip(float_caps, accs)}
+    return [by_var.get(k) for k in range(n_vars)] + [by_cap.get(id(c)) for c in captured]
+
+
+def _accumulate(ctx) -> tuple:
+    """Adds a counter and per-variable pushes to the forward loop; returns (the
+    count of iterations, after the loop; the stacks)."""
+    graph, frame = ctx.graph, ctx.frame_name
+    with graph.name_scope("forward_accumulators"):
+        stacks = []
+        for v in ctx.body_inputs:
+            with graph.colocate_with(v.op):
+                stacks.append(stack_v2(-1, v.dtype, stack_name=v.op.name))
+        zero = constant(0, name="iterations_start")
+        c_enter = enter(zero, frame, False, ctx.parallel_iterations)
+        c_merge = merge([c_enter, c_enter])[0]
+        c_false, c_true = switch(c_merge, ctx.loop_cond)
+        c_body = identity(c_true)
+        with graph.control_dependencies([c_body.op]):
+            one = constant(1)
+        pushes = []
+        for s, v in zip(stacks, ctx.body_inputs):
+            handle = enter(s, frame, True, ctx.parallel_iterations)
+            with graph.control_dependencies([c_body.op]):
+                pushes.append(stack_push_v2(handle, v))
+            ctx._tag(handle)
+        c_add = c_body + one
+        for p in pushes:
+            add_control_input(c_add.op, p.op)
+        c_next = next_iteration(c_add)
+        replace_input(c_merge.op, 1, c_next)
+        count = exit(c_false)
+        ctx._tag(c_enter, c_merge, c_false, c_body, one, c_add, c_next, count, *pushes)
+    return count, stacks
