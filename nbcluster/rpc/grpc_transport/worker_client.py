@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Optional
 
 from nbcluster import errors
+from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.distributed.transport import RunGraphResult
 from nbcluster.proto import worker_pb2
@@ -19,6 +20,7 @@ from nbcluster.rpc.grpc_transport.worker_service import (RECV_TENSOR_REQUEST,
                                                          SERVICE)
 
 _CONTROL_TIMEOUT = 30.0
+TENSORFLOW_SERVICE = "tensorflow.WorkerService"
 _STEP_TIMEOUT = 24 * 3600.0
 
 
@@ -40,6 +42,11 @@ class GrpcWorkerClient:
             return unary_method(channel, SERVICE, name, response_class)
 
         self._status = method("GetStatus", worker_pb2.GetStatusResponse)
+        # A real TensorFlow task answers ours UNIMPLEMENTED; its own GetStatus
+        # lists its devices (field 1, as ours) and nothing else.
+        self._tensorflow_status = unary_method(channel, TENSORFLOW_SERVICE, "GetStatus",
+                                               worker_pb2.GetStatusResponse)
+        self.tensorflow = False  # set once the task turned out to be TensorFlow
         self._create = method("CreateWorkerSession", worker_pb2.CreateWorkerSessionResponse)
         self._delete = method("DeleteWorkerSession", worker_pb2.DeleteWorkerSessionResponse)
         self._register = method("RegisterGraph", worker_pb2.RegisterGraphResponse)
@@ -73,8 +80,13 @@ class GrpcWorkerClient:
           UnavailableError: the task does not answer (DeadlineExceededError
             once `timeout` passed).
         """
-        return self._call(self._status, worker_pb2.GetStatusRequest(),
-                          timeout or _CONTROL_TIMEOUT, wait_for_ready)
+        request, timeout = worker_pb2.GetStatusRequest(), timeout or _CONTROL_TIMEOUT
+        if not self.tensorflow:
+            try:
+                return self._call(self._status, request, timeout, wait_for_ready)
+            except errors.UnimplementedError:
+                self.tensorflow = True
+        return _with_task(self._call(self._tensorflow_status, request, timeout, wait_for_ready))
 
     def probe(self) -> None:
         """Returns if the task answers GetStatus within `data_plane_client.PROBE_S`.
@@ -203,3 +215,12 @@ def _run_graph_result(response, tensors: list) -> RunGraphResult:
     if response.HasField("step_stats"):
         result.step_stats = response.step_stats
     return result
+
+
+def _with_task(response):
+    """A TensorFlow task's GetStatusResponse with job_name and task_index
+    filled from its devices' names ("/job:ps/replica:0/task:0/device:CPU:0")."""
+    if response.device_attributes:
+        spec = DeviceSpec.from_string(response.device_attributes[0].name)
+        response.job_name, response.task_index = spec.job or "", spec.task or 0
+    return response
