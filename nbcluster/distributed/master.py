@@ -360,7 +360,11 @@ class Master:
             for part in plan.parts:
                 _quietly(part.client, "cleanup_graph", step_id)
 
-        return run_partitions(plan.parts, run, cleanup, timeout, _POOL)
+        results = run_partitions(plan.parts, run, cleanup, timeout, _POOL)
+        for part in plan.parts:  # TF's workers keep a step's rendezvous until told, as TF's
+            if getattr(part.client, "needs_cleanup", False):  # master does, after the step
+                _POOL.submit(_quietly, part.client, "cleanup_graph", step_id)
+        return results
 
 
 def _quietly(client, method: str, *args) -> None:

@@ -32,7 +32,7 @@ def bind_server(host: str, port: int, master, worker, token=None) -> tuple:
                          handlers=[master_handler(master, pending),
                                    worker_handler(worker, slots, pending),
                                    tensorflow_master_handler(master),
-                                   tensorflow_worker_handler(worker)],
+                                   tensorflow_worker_handler(worker, slots)],
                          options=SERVER_OPTIONS, interceptors=interceptors)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:

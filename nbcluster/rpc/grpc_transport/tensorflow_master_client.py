@@ -38,7 +38,7 @@ class TensorFlowMasterClient:
         self._peer = f"grpc://{address} (a TensorFlow server)"
         self._timeout = timeout
         self._step_timeout = step_timeout
-        channel = channels.channel(address)
+        channel = channels.tensorflow_channel(address)
 
         def method(name, response_class):
             return unary_method(channel, SERVICE, name, response_class)
