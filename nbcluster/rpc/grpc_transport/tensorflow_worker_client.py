@@ -14,7 +14,7 @@ import threading
 from typing import Optional
 
 from nbcluster import errors
-from nbcluster.distributed.rendezvous import make_key
+from nbcluster.distributed.rendezvous import attr_incarnation, make_key
 from nbcluster.distributed.transport import RunGraphResult
 from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.graph_def import nodes_to_proto
@@ -47,7 +47,7 @@ def _for_tensorflow(nodes: list, incarnations: dict) -> tuple:
         a = node.attrs
         if node.op in ("_Recv", "_Send") and a.get("client_terminated"):
             a = {**a, "send_device": node.device, "recv_device": node.device,
-                 "send_device_incarnation": incarnations.get(node.device, 0)}
+                 "send_device_incarnation": attr_incarnation(incarnations.get(node.device, 0))}
             node = node.with_changes(attrs=a)
             keys[a["tensor_name"]] = make_key(a["send_device"], int(a["send_device_incarnation"]),
                                               a["recv_device"], a["tensor_name"])
