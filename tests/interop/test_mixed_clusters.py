@@ -41,9 +41,14 @@ def test_an_nbcluster_master_trains_with_variables_on_a_tensorflow_ps(tasks):
     assert mixed[1] > 0  # the big gradient reached the TF ps and moved its variable
 
 
-def test_a_tensorflow_master_on_nbcluster_workers_fails_at_once_naming_the_method(tasks):
+def test_a_tensorflow_master_trains_with_variables_on_an_nbcluster_ps(tasks):
+    """TF's client and master on a TF worker; the ps is nbcluster's: TF's partitions
+    registered and run here by rendezvous keys, tensors both ways, 256 MiB fetches."""
     spec = tasks.cluster({"ps": ["nbcluster"], "worker": ["tensorflow"]})
-    result = run_program("tf_mixed_master.py", f"grpc://{spec['worker'][0]}", json.dumps(spec),
-                         timeout=180)
-    assert result["error"][0] == "UnimplementedError"
-    assert "tensorflow.WorkerService." in result["error"][1]
+    result = run_program("tf_client.py", f"grpc://{spec['worker'][0]}", json.dumps(spec))
+    np.testing.assert_allclose(result["losses"], result["reference_losses"], rtol=2e-5)
+    assert result["callable"] == [[2.0, 4.0, 6.0], 4.0]
+    assert result["fetch_256mib"] == [[64 << 20], 0.25, 0.25]
+    assert "/job:ps/replica:0/task:0/device:CPU:0" in result["step_stats_devices"]
+    assert result["error"][0] == "InvalidArgumentError"
+    assert result["after_reset"] == "FailedPreconditionError"
