@@ -2,6 +2,7 @@
 from nbcluster.ops.indexing import unsorted_segment_sum
 from nbcluster.ops.logic import (is_finite, is_inf, is_nan, logical_and, logical_not,
                                  logical_or, logical_xor)
+from nbcluster.ops.math import div_no_nan as divide_no_nan
 from nbcluster.ops.math import floordiv, floormod
 from nbcluster.ops.math import floormod as mod
 from nbcluster.ops.math import (abs, add, add_n, divide, equal, exp,  # noqa: A004
@@ -12,7 +13,7 @@ from nbcluster.ops.reduction import (argmax, argmin, count_nonzero, reduce_all, 
                                      reduce_max, reduce_mean, reduce_min, reduce_sum)
 from nbcluster.ops.reduction import reduce_prod
 
-__all__ = ["abs", "add", "add_n", "argmax", "argmin", "count_nonzero", "divide", "equal",
+__all__ = ["abs", "add", "add_n", "argmax", "argmin", "count_nonzero", "divide", "divide_no_nan", "equal",
            "exp", "floordiv", "floormod", "mod", "greater", "greater_equal", "is_finite", "is_inf", "is_nan", "less",
            "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor",
            "maximum", "minimum", "multiply", "negative", "not_equal", "pow", "reduce_all",

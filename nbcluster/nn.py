@@ -1,5 +1,6 @@
 """tf.nn: the neural-network ops."""
-from nbcluster.ops.nn import (bias_add, relu, sigmoid, softmax, softmax_cross_entropy_with_logits,
+from nbcluster.ops.nn import (bias_add, log_softmax, relu, sigmoid, softmax,
+                              softmax_cross_entropy_with_logits,
                               softmax_cross_entropy_with_logits_v2,
                               sparse_softmax_cross_entropy_with_logits, xw_plus_b)
 from nbcluster.ops.math import tanh
@@ -8,7 +9,8 @@ from nbcluster.ops.sigmoid_losses import (sigmoid_cross_entropy_with_logits,
                                           weighted_cross_entropy_with_logits)
 from nbcluster.ops.loss_scaling import compute_average_loss
 
-__all__ = ["bias_add", "compute_average_loss", "embedding_lookup", "relu", "sigmoid",
+__all__ = ["bias_add", "compute_average_loss", "embedding_lookup", "log_softmax", "relu",
+           "sigmoid",
            "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
            "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
            "tanh", "weighted_cross_entropy_with_logits", "xw_plus_b"]

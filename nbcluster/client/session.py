@@ -60,7 +60,8 @@ class Session:
         self._config = config
         self._master = connect(target, config)
         self._handle: Optional[str] = None
-        self._sent = 0
+        self._sent = 0  # ops of the graph the master has
+        self._version = 0  # the graph version the master returned (TF: one per extend)
         self._closed = False
         self._lock = threading.Lock()
         self._default_ctx = None
@@ -95,11 +96,13 @@ class Session:
             ops = self._graph._ops
             if self._handle is None:
                 nodes = [op.to_node() for op in ops]
-                self._handle, self._sent = self._master.create_session(
+                self._handle, self._version = self._master.create_session(
                     nodes, self._config, self._target or None)
+                self._sent = len(nodes)
             elif len(ops) > self._sent:
                 nodes = [op.to_node() for op in ops[self._sent:]]
-                self._sent = self._master.extend_session(self._handle, nodes, self._sent)
+                self._version = self._master.extend_session(self._handle, nodes, self._version)
+                self._sent += len(nodes)
             return self._handle
 
     def _structure(self, fetches) -> FetchStructure:

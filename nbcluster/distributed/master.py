@@ -59,6 +59,7 @@ class MasterSession:
         self.cluster = cluster
         self.server_def = server_def  # this session's own cluster, if it has one
         self.nodes: dict[str, Node] = {}
+        self.graph_version = 0  # TF's: 0 at creation, one more per ExtendSession
         self.plans: dict[tuple, StepPlan] = {}
         self.lock = threading.RLock()  # planning (under it) registers workers too
         self.steps: set = set()
@@ -148,7 +149,7 @@ class Master:
         self._add_nodes(session, nodes)
         with self._lock:
             self._sessions[handle] = session
-        return handle, len(session.nodes)
+        return handle, session.graph_version
 
     def _status_timeout(self, config) -> float:
         ms = config.operation_timeout_in_ms
@@ -199,12 +200,13 @@ class Master:
     def extend_session(self, handle: str, nodes: list, current_version: int) -> int:
         session = self._session(handle)
         with session.lock:
-            if current_version != len(session.nodes):
-                raise errors.AbortedError(None, None, f"Current graph version "
-                                                      f"{current_version} does not match "
-                                                      f"the session's {len(session.nodes)}")
+            if current_version != session.graph_version:
+                raise errors.FailedPreconditionError(
+                    None, None, f"Current graph version is {session.graph_version} but the "
+                                f"client expected {current_version}")
             self._add_nodes(session, nodes)
-            return len(session.nodes)
+            session.graph_version += 1
+            return session.graph_version
 
     @staticmethod
     def _add_nodes(session: MasterSession, nodes: list) -> None:
@@ -358,7 +360,11 @@ class Master:
             for part in plan.parts:
                 _quietly(part.client, "cleanup_graph", step_id)
 
-        return run_partitions(plan.parts, run, cleanup, timeout, _POOL)
+        results = run_partitions(plan.parts, run, cleanup, timeout, _POOL)
+        for part in plan.parts:  # TF's workers keep a step's rendezvous until told, as TF's
+            if getattr(part.client, "needs_cleanup", False):  # master does, after the step
+                _POOL.submit(_quietly, part.client, "cleanup_graph", step_id)
+        return results
 
 
 def _quietly(client, method: str, *args) -> None:

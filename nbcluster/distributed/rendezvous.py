@@ -18,7 +18,17 @@ from nbcluster.runtime.thread_pool import DaemonPool
 
 def make_key(src_device: str, incarnation: int, dst_device: str, tensor_name: str,
              frame_iter: str = "0:0") -> str:
-    return f"{src_device};{incarnation:016x};{dst_device};{tensor_name};{frame_iter}"
+    # The incarnation is a uint64 (DeviceAttributes' fixed64); a NodeDef attr
+    # holds its bits as an int64, as TF's does, so a negative one is the same.
+    return f"{src_device};{incarnation & _UINT64:016x};{dst_device};{tensor_name};{frame_iter}"
+
+
+_UINT64 = (1 << 64) - 1
+
+
+def attr_incarnation(incarnation: int) -> int:
+    """A device's uint64 incarnation as the int64 a NodeDef attr holds (TF's cast)."""
+    return incarnation - (1 << 64) if incarnation >= 1 << 63 else incarnation
 
 
 def parse_key(key: str) -> tuple:

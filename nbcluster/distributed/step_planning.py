@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from nbcluster import errors
 from nbcluster.distributed.partition import partition
 from nbcluster.distributed.placement import place
-from nbcluster.distributed.rendezvous import task_of
+from nbcluster.distributed.rendezvous import attr_incarnation, task_of
 from nbcluster.distributed.subgraph import check_tensor, feed_nodes, fetch_node, prune
 from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.node import parse_input
@@ -124,7 +124,7 @@ def _place(session: MasterSession, pruned: dict) -> tuple:
                 raise
             continue
         if tasks is every or not _strays(pruned, placement, cluster.local_task):
-            return placement, {d.name: d.incarnation for d in attrs}
+            return placement, {d.name: attr_incarnation(d.incarnation) for d in attrs}
     raise AssertionError("unreachable")
 
 

@@ -106,6 +106,13 @@ def _realdiv_grad(op, grad):
                                                                               y), y)))
 
 
+@register_gradient("DivNoNan")
+def _div_no_nan_grad(op, grad):
+    x, y = op.inputs
+    return _pair(op, m.div_no_nan(grad, y),
+                 m.multiply(grad, m.div_no_nan(m.div_no_nan(m.negative(x), y), y)))
+
+
 @register_gradient("FloorDiv")
 def _floordiv_grad(op, grad):  # piecewise constant: no gradient, as TF
     return [None, None]

@@ -62,6 +62,12 @@ def _softmax_grad(op, grad):
     return [_softmax_backward(op.outputs[0], grad)]
 
 
+@register_gradient("LogSoftmax")
+def _log_softmax_grad(op, grad):  # grad - softmax * sum(grad)
+    return [m.subtract(grad, m.multiply(m.exp(op.outputs[0]),
+                                        reduction.reduce_sum(grad, -1, keepdims=True)))]
+
+
 def _log_softmax(logits: Tensor) -> Tensor:
     shifted = m.subtract(logits, reduction.reduce_max(logits, -1, keepdims=True))
     return m.subtract(shifted, m.log(reduction.reduce_sum(m.exp(shifted), -1,

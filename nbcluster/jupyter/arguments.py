@@ -85,6 +85,9 @@ def build_parser() -> _Parser:
     cluster.add_argument("-o", "--ssh-option", action="append", default=[], metavar="OPTION",
                          help="an ssh -o option, e.g. StrictHostKeyChecking=accept-new "
                          "(repeatable)")
+    cluster.add_argument("--server", choices=("nbcluster", "tensorflow"), default="nbcluster",
+                         help="what each local task runs: nbcluster's server, or real "
+                         "TensorFlow's tf.distribute.Server (needs TensorFlow installed)")
     slurm = cluster.add_argument_group("Slurm (with --slurm)")
     slurm.add_argument("--slurm", action="store_true",
                        help="ask Slurm for one allocation holding every task (sbatch), each "

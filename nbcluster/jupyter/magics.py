@@ -99,6 +99,9 @@ class TfServerMagics(Magics):
                       if value not in (None, ())] + (["no_wait"] if args.no_wait else [])
         if slurm_only and not args.slurm:
             raise MagicUsageError(f"--{slurm_only[0].replace('_', '-')} needs --slurm")
+        if args.server != "nbcluster" and (args.slurm or args.ssh is not None):
+            raise MagicUsageError("--server tensorflow starts local tasks only (not with --ssh "
+                                  "or --slurm)")
         if args.slurm:
             if args.ssh is not None:
                 raise MagicUsageError("give --ssh or --slurm, not both")
@@ -200,7 +203,9 @@ def _local_cluster(request, args, options: dict) -> Cluster:
             args.ssh_option:
         raise MagicUsageError("--user, --key, --python, --ssh-port and -o need --ssh")
     if request.counts:
-        return Cluster.local(jobs=request.counts, **options)
+        return Cluster.local(jobs=request.counts, server=args.server, **options)
+    if args.server != "nbcluster":
+        raise MagicUsageError("--server tensorflow takes task counts ('ps: 1'), not addresses")
     return Cluster.from_spec(request.spec, "local", **options)
 
 

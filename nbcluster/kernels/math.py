@@ -66,6 +66,18 @@ def _floor_kernel(op_type: str, ufunc: str):
     return kernel
 
 
+@register_kernel("DivNoNan", *DEVICES)
+def _div_no_nan(node, device):
+    xp = device.xp
+
+    def compute(ctx, x, y):
+        zero = y == 0
+        return (xp.where(zero, xp.zeros((), x.dtype), x / xp.where(zero, xp.ones((), y.dtype),
+                                                                    y)).astype(x.dtype,
+                                                                               copy=False),)
+    return quiet(xp, compute)
+
+
 _floor_kernel("FloorDiv", "floor_divide")
 _floor_kernel("FloorMod", "mod")  # numpy's mod takes the divisor's sign, as TF's FloorMod
 

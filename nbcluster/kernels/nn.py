@@ -59,6 +59,17 @@ def _softmax(node, device):
     return quiet(xp, compute)
 
 
+@register_kernel("LogSoftmax", *DEVICES)
+def _log_softmax_kernel(node, device):
+    xp, dtype = device.xp, _dtype(node)
+    work = np.float32 if dtype == np.float16 else dtype
+
+    def compute(ctx, x):
+        return (xp.asarray(_log_softmax(xp, x.astype(work, copy=False)), dtype=dtype),)
+
+    return quiet(xp, compute)
+
+
 @register_kernel("SoftmaxCrossEntropyWithLogits", *DEVICES)
 def _softmax_xent(node, device):
     xp, dtype = device.xp, _dtype(node)

@@ -72,7 +72,7 @@ class Cluster:
     def local(cls, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None, config=None,
               env: Optional[dict] = None, host: str = "127.0.0.1", timeout: float = 60.0,
               name: Optional[str] = None, devices: Optional[dict] = None,
-              checkpoint_dir=None) -> "Cluster":
+              checkpoint_dir=None, server: str = "nbcluster") -> "Cluster":
         """Starts `ps` + `worker` tasks (or `jobs`, e.g. {"chief": 1, "worker": 3}) here.
 
         Args:
@@ -87,6 +87,8 @@ class Cluster:
           checkpoint_dir: the only directory the tasks' checkpoint ops may touch
             (NBCLUSTER_CHECKPOINT_DIR for them); default: theirs, else this
             process's working directory.
+          server: "tensorflow" starts real `tf.distribute.Server` tasks instead
+            (TensorFlow installed: the `interop` extra); they check no token.
         Returns:
           A started Cluster.
         Raises:
@@ -97,7 +99,8 @@ class Cluster:
         tasks = [Task(job, i, host, 0) for job, n in jobs.items() for i in range(n)]
         if checkpoint_dir is not None:
             env = {**(env or {}), "NBCLUSTER_CHECKPOINT_DIR": os.path.abspath(checkpoint_dir)}
-        return cls._started(tasks, LocalLauncher(env=env), name, config, timeout, devices)
+        return cls._started(tasks, LocalLauncher(env=env, server=server), name, config, timeout,
+                            devices)
 
     @classmethod
     def ssh(cls, hosts, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None,
@@ -268,7 +271,8 @@ class Cluster:
         for t in tasks:
             t.devices = per_task.get((t.job, t.index), t.devices)
         cluster = cls(tasks, launcher, name, config)
-        if getattr(launcher, "launch", None) is None:  # Dask/Ray engines: not yet
+        if getattr(launcher, "launch", None) is None and \
+                getattr(launcher, "authenticates", True):  # Dask/Ray engines: not yet
             from nbcluster.rpc.grpc_transport import tokens
             cluster._token = tokens.new_token()  # one per cluster, never on a command line
         try:

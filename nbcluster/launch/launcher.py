@@ -166,6 +166,11 @@ class LocalProcess:
         stop_all([self], grace)
 
 
+# What a task runs, by the `server` a cluster asks for.
+SERVER_MODULES = {"nbcluster": "nbcluster.server",
+                  "tensorflow": "nbcluster.launch.tensorflow_task"}
+
+
 class LocalLauncher:
     """Runs each task as `python -m nbcluster.server` on this host.
 
@@ -174,13 +179,20 @@ class LocalLauncher:
       env: extra environment variables for the tasks; this checkout of
         nbcluster comes first on their PYTHONPATH, and tasks on one host share
         its cores among their BLAS threads unless `env` sets a thread count.
+      server: "nbcluster", or "tensorflow" for real `tf.distribute.Server`
+        tasks (`tensorflow_task.py`; they check no token).
     """
 
     kind = "local"
 
-    def __init__(self, python: Optional[str] = None, env: Optional[dict] = None) -> None:
+    def __init__(self, python: Optional[str] = None, env: Optional[dict] = None,
+                 server: str = "nbcluster") -> None:
+        if server not in SERVER_MODULES:
+            raise ValueError(f"server must be one of {sorted(SERVER_MODULES)}, not {server!r}")
         self.python = python or sys.executable
         self.env = dict(env or {})
+        self.server = server
+        self.authenticates = server == "nbcluster"
 
     def free_ports(self, host: str, count: int, timeout: float) -> list:
         """`count` ports free on `host` (a local address).
@@ -201,7 +213,7 @@ class LocalLauncher:
         share_blas_threads(env, tasks_on_host)
         # The pid of this process, not "whoever is my parent when I look": a
         # task that starts slowly may find itself orphaned before it looks.
-        argv = [self.python, "-m", "nbcluster.server", *args,
+        argv = [self.python, "-m", SERVER_MODULES[self.server], *args,
                 f"--exit-with-parent={os.getpid()}"]
         try:
             with open(log_path, "ab") as log:

@@ -102,7 +102,8 @@ def _binary_shape(allowed: tuple, out_dtype: Optional[dtypes.DType] = None):
 _UNARY = {"Neg": NUMERIC, "Sign": NUMERIC, "Square": NUMERIC, "Sqrt": FLOAT_COMPLEX,
           "Exp": FLOAT_COMPLEX, "Log": FLOAT_COMPLEX, "Log1p": FLOAT_COMPLEX, "Tanh": FLOAT_COMPLEX, "Abs": REAL}
 _BINARY = {"AddV2": (NUMERIC, None), "Sub": (NUMERIC, None), "Mul": (NUMERIC, None),
-           "RealDiv": (FLOAT_COMPLEX, None), "Maximum": (REAL, None),
+           "RealDiv": (FLOAT_COMPLEX, None), "DivNoNan": (FLOAT_COMPLEX, None),
+           "Maximum": (REAL, None),
            "Minimum": (REAL, None), "Pow": (FLOAT_COMPLEX + (dtypes.int32, dtypes.int64), None),
            "FloorDiv": (REAL, None), "FloorMod": (REAL, None),
            "Equal": (ANY, dtypes.bool), "NotEqual": (ANY, dtypes.bool),
@@ -150,6 +151,11 @@ def multiply(x, y, name=None) -> Tensor:
 def realdiv(x, y, name=None) -> Tensor:
     """x / y for float or complex tensors (op RealDiv)."""
     return _binary("RealDiv", x, y, name)
+
+
+def div_no_nan(x, y, name=None) -> Tensor:
+    """x / y, but 0 wherever y is 0 (op DivNoNan; TF's losses divide by weight sums so)."""
+    return _binary("DivNoNan", x, y, name)
 
 
 # TF1's __truediv__: small ints divide as float32, 32/64-bit ints as float64.

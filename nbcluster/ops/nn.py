@@ -60,6 +60,9 @@ def _softmax_shape(op):
     return [(x.dtype, x.shape)]
 
 
+register_op("LogSoftmax")(_softmax_shape)
+
+
 @register_op("SoftmaxCrossEntropyWithLogits")
 def _xent_shape(op):
     """Outputs: loss [batch...] and backprop [batch..., classes] (= softmax - labels).
@@ -138,6 +141,20 @@ def softmax(logits, axis=None, name=None, dim=None) -> Tensor:
         check_dtype(x.dtype, FLOATS, "logits")
         e = math_ops.exp(x - reduction.reduce_max(x, axis, keepdims=True))
         return math_ops.realdiv(e, reduction.reduce_sum(e, axis, keepdims=True), name=scope)
+
+
+def log_softmax(logits, axis=None, name=None, dim=None) -> Tensor:
+    """logits - log(sum(exp(logits), axis)), computed stably (op LogSoftmax); see `softmax`."""
+    axis = _axis_arg(axis, dim)
+    graph = graph_of(logits)
+    with graph.as_default(), graph.name_scope(name or "LogSoftmax") as scope:
+        x = convert_to_tensor(logits, name="logits", graph=graph)
+        if _is_last_axis(axis, x):
+            return graph.create_op("LogSoftmax", [x], {"T": x.dtype}, name=scope).outputs[0]
+        check_dtype(x.dtype, FLOATS, "logits")
+        shifted = x - reduction.reduce_max(x, axis, keepdims=True)
+        return math_ops.subtract(shifted, math_ops.log(reduction.reduce_sum(
+            math_ops.exp(shifted), axis, keepdims=True)), name=scope)
 
 
 def _xent_along(labels: Tensor, logits: Tensor, axis, name: Optional[str]) -> Tensor:

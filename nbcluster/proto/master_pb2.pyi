@@ -72,6 +72,74 @@ class RunStepResponse(_message.Message):
     status_error_message: str
     def __init__(self, tensor: _Optional[_Iterable[_Union[_graph_pb2.NamedTensorProto, _Mapping]]] = ..., metadata: _Optional[_Union[_config_pb2.RunMetadata, _Mapping]] = ..., status_code: _Optional[_Union[_config_pb2.Code, str]] = ..., status_error_message: _Optional[str] = ...) -> None: ...
 
+class PartialRunSetupRequest(_message.Message):
+    __slots__ = ("session_handle", "feed", "fetch", "target", "request_id")
+    SESSION_HANDLE_FIELD_NUMBER: _ClassVar[int]
+    FEED_FIELD_NUMBER: _ClassVar[int]
+    FETCH_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    session_handle: str
+    feed: _containers.RepeatedScalarFieldContainer[str]
+    fetch: _containers.RepeatedScalarFieldContainer[str]
+    target: _containers.RepeatedScalarFieldContainer[str]
+    request_id: int
+    def __init__(self, session_handle: _Optional[str] = ..., feed: _Optional[_Iterable[str]] = ..., fetch: _Optional[_Iterable[str]] = ..., target: _Optional[_Iterable[str]] = ..., request_id: _Optional[int] = ...) -> None: ...
+
+class PartialRunSetupResponse(_message.Message):
+    __slots__ = ("partial_run_handle",)
+    PARTIAL_RUN_HANDLE_FIELD_NUMBER: _ClassVar[int]
+    partial_run_handle: str
+    def __init__(self, partial_run_handle: _Optional[str] = ...) -> None: ...
+
+class MakeCallableRequest(_message.Message):
+    __slots__ = ("session_handle", "options", "request_id")
+    SESSION_HANDLE_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    session_handle: str
+    options: _config_pb2.CallableOptions
+    request_id: int
+    def __init__(self, session_handle: _Optional[str] = ..., options: _Optional[_Union[_config_pb2.CallableOptions, _Mapping]] = ..., request_id: _Optional[int] = ...) -> None: ...
+
+class MakeCallableResponse(_message.Message):
+    __slots__ = ("handle",)
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    handle: int
+    def __init__(self, handle: _Optional[int] = ...) -> None: ...
+
+class RunCallableRequest(_message.Message):
+    __slots__ = ("session_handle", "handle", "feed", "request_id")
+    SESSION_HANDLE_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    FEED_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    session_handle: str
+    handle: int
+    feed: _containers.RepeatedCompositeFieldContainer[_graph_pb2.TensorProto]
+    request_id: int
+    def __init__(self, session_handle: _Optional[str] = ..., handle: _Optional[int] = ..., feed: _Optional[_Iterable[_Union[_graph_pb2.TensorProto, _Mapping]]] = ..., request_id: _Optional[int] = ...) -> None: ...
+
+class RunCallableResponse(_message.Message):
+    __slots__ = ("fetch", "metadata")
+    FETCH_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    fetch: _containers.RepeatedCompositeFieldContainer[_graph_pb2.TensorProto]
+    metadata: _config_pb2.RunMetadata
+    def __init__(self, fetch: _Optional[_Iterable[_Union[_graph_pb2.TensorProto, _Mapping]]] = ..., metadata: _Optional[_Union[_config_pb2.RunMetadata, _Mapping]] = ...) -> None: ...
+
+class ReleaseCallableRequest(_message.Message):
+    __slots__ = ("session_handle", "handle")
+    SESSION_HANDLE_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    session_handle: str
+    handle: int
+    def __init__(self, session_handle: _Optional[str] = ..., handle: _Optional[int] = ...) -> None: ...
+
+class ReleaseCallableResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class CloseSessionRequest(_message.Message):
     __slots__ = ("session_handle",)
     SESSION_HANDLE_FIELD_NUMBER: _ClassVar[int]

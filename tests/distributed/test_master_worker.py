@@ -276,12 +276,15 @@ def test_extend_with_a_duplicate_or_stale_version_is_rejected():
     with tf.Graph().as_default() as g:
         tf.constant(1.0, name="c")
     handle, version = master.create_session([op.to_node() for op in g.get_operations()])
+    assert version == 0  # TF's graph versions: 0 at creation, one more per extend
     dup = Node("c", "NoOp")
     with pytest.raises(errors.InvalidArgumentError, match="'c'"):
         master.extend_session(handle, [dup], version)
-    with pytest.raises(errors.AbortedError):
+    with pytest.raises(errors.FailedPreconditionError, match="version is 0 but the client "
+                                                             "expected 5"):
         master.extend_session(handle, [Node("d", "NoOp")], version + 5)
-    assert master.extend_session(handle, [Node("d", "NoOp")], version) == version + 1
+    assert master.extend_session(handle, [Node("d", "NoOp")], version) == 1
+    assert master.extend_session(handle, [Node("e", "NoOp")], 1) == 2
 
 
 def test_unknown_session_handle_is_aborted():

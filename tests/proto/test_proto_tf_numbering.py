@@ -292,6 +292,19 @@ TF_FIELD_NUMBERS = {
         "session_handle": 1, "feed": 2, "fetch": 3, "target": 4, "options": 5,
         "store_errors_in_response_body": 7, "request_id": 8},
     master_pb2.ExtendSessionResponse: {"new_graph_version": 4},
+    master_pb2.PartialRunSetupRequest: {
+        "session_handle": 1, "feed": 2, "fetch": 3, "target": 4, "request_id": 5},
+    master_pb2.PartialRunSetupResponse: {"partial_run_handle": 1},
+    master_pb2.MakeCallableRequest: {"session_handle": 1, "options": 2, "request_id": 3},
+    master_pb2.MakeCallableResponse: {"handle": 1},
+    master_pb2.RunCallableRequest: {"session_handle": 1, "handle": 2, "feed": 3,
+                                    "request_id": 4},
+    master_pb2.RunCallableResponse: {"fetch": 1, "metadata": 2},
+    master_pb2.ReleaseCallableRequest: {"session_handle": 1, "handle": 2},
+    config_pb2.CallableOptions: {
+        "feed": 1, "fetch": 2, "target": 3, "run_options": 4, "tensor_connection": 5,
+        "feed_devices": 6, "fetch_devices": 7, "fetch_skip_sync": 8},
+    config_pb2.TensorConnection: {"from_tensor": 1, "to_tensor": 2},
     worker_pb2.RunGraphRequest: {
         "graph_handle": 1, "step_id": 2, "send": 3, "recv_key": 4, "exec_opts": 5,
         "session_handle": 8, "store_errors_in_response_body": 9,

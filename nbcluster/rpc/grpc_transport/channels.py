@@ -90,6 +90,23 @@ def forget(address: str) -> None:
         found[1].close()
 
 
+# TensorFlow's server allows a ping only every 5 minutes with no data flowing
+# and answers more with GOAWAY ("too many pings"), failing a long step: its
+# channels send none (a hung TF task is found by the step's own deadline).
+TENSORFLOW_OPTIONS = OPTIONS + list(zip(_BACKOFF, (100, 1000)))
+_tensorflow_channels: dict[str, grpc.Channel] = {}
+
+
+def tensorflow_channel(address: str) -> grpc.Channel:
+    """The shared channel to the real TensorFlow task at `address` (no keepalive pings)."""
+    with _lock:
+        found = _tensorflow_channels.get(address)
+        if found is None:
+            found = _tensorflow_channels[address] = grpc.insecure_channel(
+                address, options=TENSORFLOW_OPTIONS)
+        return found
+
+
 def polling_channel(address: str) -> grpc.Channel:
     """A new channel to `address`, not shared, that retries connecting every 50-250 ms.
 

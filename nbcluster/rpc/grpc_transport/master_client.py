@@ -39,6 +39,9 @@ class GrpcMasterClient:
         # A master on this host takes RunStep over its data plane (no gRPC round trip).
         self._plane = data_plane_client.peer_for(address)
         self._prober = None  # a GrpcWorkerClient, made when a step first waits long
+        # A real TensorFlow server answers our CreateSession UNIMPLEMENTED: then
+        # every call goes to its own MasterService (`tensorflow_master_client`).
+        self._tensorflow = None
 
     def _probe(self) -> None:
         # The task's worker service answers for it (gRPC keepalive's role on this path).
@@ -62,15 +65,25 @@ class GrpcMasterClient:
         # Tasks start in any order: as TF's client, wait for a master not up yet
         # (wait_for_ready) until the session's operation timeout or a minute.
         timeout = self._timeout(_CONTROL_TIMEOUT)
+        if self._tensorflow is not None:
+            return self._tensorflow.create_session(req)
         try:
             resp = self._call(self._create, req, timeout, wait_for_ready=True)
         except errors.DeadlineExceededError:
             raise errors.UnavailableError(
                 None, None, f"The master at {self._peer} did not answer CreateSession within "
                             f"{timeout:g}s: is its task up?") from None
+        except errors.UnimplementedError:
+            from nbcluster.rpc.grpc_transport.tensorflow_master_client import (
+                TensorFlowMasterClient)
+            self._tensorflow = TensorFlowMasterClient(self.address, timeout,
+                                                      self._timeout(_STEP_TIMEOUT))
+            return self._tensorflow.create_session(req)
         return resp.session_handle, resp.graph_version
 
     def extend_session(self, handle: str, nodes: list, current_version: int) -> int:
+        if self._tensorflow is not None:
+            return self._tensorflow.extend_session(handle, nodes, current_version)
         req = master_pb2.ExtendSessionRequest(session_handle=handle,
                                               graph_def=nodes_to_proto(nodes),
                                               current_graph_version=current_version)
@@ -78,6 +91,8 @@ class GrpcMasterClient:
 
     def run_step(self, handle: str, feeds: dict, fetches: list, targets: list,
                  options=None) -> tuple:
+        if self._tensorflow is not None:
+            return self._tensorflow.run_step(handle, feeds, fetches, targets, options)
         req = master_pb2.RunStepRequest(session_handle=handle, fetch=fetches, target=targets)
         timeout = self._timeout(_STEP_TIMEOUT)
         if options is not None:
@@ -98,6 +113,8 @@ class GrpcMasterClient:
         return [values[f] for f in fetches], metadata
 
     def close_session(self, handle: str) -> None:
+        if self._tensorflow is not None:
+            return self._tensorflow.close_session(handle)
         try:
             self._call(self._close, master_pb2.CloseSessionRequest(session_handle=handle),
                        self._timeout(_CONTROL_TIMEOUT))
@@ -105,11 +122,15 @@ class GrpcMasterClient:
             pass
 
     def list_devices(self, handle: Optional[str] = None) -> list:
+        if self._tensorflow is not None:
+            return self._tensorflow.list_devices(handle)
         resp = self._call(self._list, master_pb2.ListDevicesRequest(session_handle=handle or ""),
                           self._timeout(_CONTROL_TIMEOUT))
         return list(resp.local_device) + list(resp.remote_device)
 
     def reset(self, containers: list) -> None:
+        if self._tensorflow is not None:
+            return self._tensorflow.reset(containers)
         # Waits for the server to come up, bounded by operation_timeout_in_ms.
         self._call(self._reset, master_pb2.ResetRequest(container=containers),
                    self._timeout(_CONTROL_TIMEOUT), wait_for_ready=True)

@@ -12,6 +12,8 @@ from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.rpc.grpc_transport.channels import SERVER_OPTIONS
 from nbcluster.rpc.grpc_transport.master_service import master_handler
 from nbcluster.rpc.grpc_transport.streaming import PendingResponses
+from nbcluster.rpc.grpc_transport.tensorflow_master import tensorflow_master_handler
+from nbcluster.rpc.grpc_transport.tensorflow_worker import tensorflow_worker_handler
 from nbcluster.rpc.grpc_transport.wait_slots import RPC_THREADS, WaitSlots
 from nbcluster.rpc.grpc_transport.worker_service import worker_handler
 from nbcluster.runtime.thread_pool import DaemonPool
@@ -28,7 +30,9 @@ def bind_server(host: str, port: int, master, worker, token=None) -> tuple:
     slots = WaitSlots.for_server()  # tensor waits never take every thread
     server = grpc.server(DaemonPool(max_workers=RPC_THREADS, thread_name_prefix="nbcluster-rpc"),
                          handlers=[master_handler(master, pending),
-                                   worker_handler(worker, slots, pending)],
+                                   worker_handler(worker, slots, pending),
+                                   tensorflow_master_handler(master),
+                                   tensorflow_worker_handler(worker, slots)],
                          options=SERVER_OPTIONS, interceptors=interceptors)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:

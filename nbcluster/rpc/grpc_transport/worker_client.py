@@ -1,7 +1,10 @@
 """A worker over gRPC, with the same methods as `Worker` (the WorkerClient seam)."""
 from __future__ import annotations
 
+import itertools
 from typing import Optional
+
+import grpc
 
 from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_to_proto
@@ -40,6 +43,9 @@ class GrpcWorkerClient:
             return unary_method(channel, SERVICE, name, response_class)
 
         self._status = method("GetStatus", worker_pb2.GetStatusResponse)
+        # A real TensorFlow task answers ours UNIMPLEMENTED: from then on its
+        # TensorFlowWorkerClient makes every call (`tensorflow_worker_client`).
+        self._tf = None
         self._create = method("CreateWorkerSession", worker_pb2.CreateWorkerSessionResponse)
         self._delete = method("DeleteWorkerSession", worker_pb2.DeleteWorkerSessionResponse)
         self._register = method("RegisterGraph", worker_pb2.RegisterGraphResponse)
@@ -73,8 +79,82 @@ class GrpcWorkerClient:
           UnavailableError: the task does not answer (DeadlineExceededError
             once `timeout` passed).
         """
-        return self._call(self._status, worker_pb2.GetStatusRequest(),
-                          timeout or _CONTROL_TIMEOUT, wait_for_ready)
+        timeout = timeout or _CONTROL_TIMEOUT
+        if self._tf is None:
+            try:
+                return self._call(self._status, worker_pb2.GetStatusRequest(), timeout,
+                                  wait_for_ready)
+            except errors.UnimplementedError:
+                self._turned_out_tensorflow()
+        return self._tf.get_status(timeout, wait_for_ready)
+
+    def _turned_out_tensorflow(self):
+        """The task is real TensorFlow: every call from now on speaks its dialect."""
+        if self._tf is None:
+            from nbcluster.rpc.grpc_transport.tensorflow_worker_client import (
+                TensorFlowWorkerClient)
+            self._tf = TensorFlowWorkerClient(self.address)
+            self._plane = None
+        return self._tf
+
+    @property
+    def tensorflow(self) -> bool:
+        """Whether the task turned out to be real TensorFlow."""
+        return self._tf is not None
+
+    @property
+    def needs_cleanup(self) -> bool:
+        """Whether the master must end each step here with CleanupGraph (TF's workers)."""
+        return self._tf is not None
+
+    def _tensorflow_or_ours(self, name: str, *args):
+        """`name(*args)` on the TF client if the task is TensorFlow; else ours,
+        handing over when the task answers it UNIMPLEMENTED."""
+        if self._tf is not None:
+            return getattr(self._tf, name)(*args)
+        try:
+            return getattr(self, "_ours_" + name)(*args)
+        except errors.UnimplementedError:
+            if self._tf is None and not self._is_ours():
+                return getattr(self._turned_out_tensorflow(), name)(*args)
+            raise
+
+    def _is_ours(self) -> bool:
+        try:
+            self._call(self._status, worker_pb2.GetStatusRequest(), _CONTROL_TIMEOUT)
+            return True
+        except errors.UnimplementedError:
+            return False
+
+    # The worker's calls: ours, or TensorFlow's dialect once the task is TF.
+    def create_worker_session(self, session_handle: str, isolate: bool,
+                              server_def=None) -> None:
+        self._tensorflow_or_ours("create_worker_session", session_handle, isolate, server_def)
+
+    def delete_worker_session(self, session_handle: str) -> None:
+        self._tensorflow_or_ours("delete_worker_session", session_handle)
+
+    def register_graph(self, session_handle: str, nodes: list, parallelism: int) -> str:
+        return self._tensorflow_or_ours("register_graph", session_handle, nodes, parallelism)
+
+    def deregister_graph(self, session_handle: str, graph_handle: str) -> None:
+        self._tensorflow_or_ours("deregister_graph", session_handle, graph_handle)
+
+    def run_graph(self, session_handle: str, graph_handle: str, step_id: int, feeds: dict,
+                  fetches: list, timeout: Optional[float], collect_stats: bool,
+                  partition_graphs: bool) -> RunGraphResult:
+        return self._tensorflow_or_ours("run_graph", session_handle, graph_handle, step_id,
+                                        feeds, fetches, timeout, collect_stats,
+                                        partition_graphs)
+
+    def cleanup_graph(self, step_id: int) -> None:
+        self._tensorflow_or_ours("cleanup_graph", step_id)
+
+    def cleanup_all(self, containers: Optional[list]) -> None:
+        self._tensorflow_or_ours("cleanup_all", containers)
+
+    def recv_tensor(self, step_id: int, key: str, timeout: Optional[float], waiter=None):
+        return self._tensorflow_or_ours("recv_tensor", step_id, key, timeout, waiter)
 
     def probe(self) -> None:
         """Returns if the task answers GetStatus within `data_plane_client.PROBE_S`.
@@ -91,7 +171,7 @@ class GrpcWorkerClient:
                             f"while a call waited on it: the task hangs or died): "
                             f"{e.message}") from None
 
-    def create_worker_session(self, session_handle: str, isolate: bool,
+    def _ours_create_worker_session(self, session_handle: str, isolate: bool,
                               server_def=None) -> None:
         req = worker_pb2.CreateWorkerSessionRequest(session_handle=session_handle,
                                                     isolate_session_state=isolate)
@@ -99,22 +179,22 @@ class GrpcWorkerClient:
             req.server_def.CopyFrom(server_def)
         self._call(self._create, req, _CONTROL_TIMEOUT)
 
-    def delete_worker_session(self, session_handle: str) -> None:
+    def _ours_delete_worker_session(self, session_handle: str) -> None:
         self._call(self._delete, worker_pb2.DeleteWorkerSessionRequest(
             session_handle=session_handle), _CONTROL_TIMEOUT)
 
-    def register_graph(self, session_handle: str, nodes: list, parallelism: int) -> str:
+    def _ours_register_graph(self, session_handle: str, nodes: list, parallelism: int) -> str:
         req = worker_pb2.RegisterGraphRequest(session_handle=session_handle,
                                               graph_def=nodes_to_proto(nodes),
                                               create_worker_session_called=True)
         req.config_proto.inter_op_parallelism_threads = parallelism
         return self._call(self._register, req, _CONTROL_TIMEOUT).graph_handle
 
-    def deregister_graph(self, session_handle: str, graph_handle: str) -> None:
+    def _ours_deregister_graph(self, session_handle: str, graph_handle: str) -> None:
         self._call(self._deregister, worker_pb2.DeregisterGraphRequest(
             session_handle=session_handle, graph_handle=graph_handle), _CONTROL_TIMEOUT)
 
-    def run_graph(self, session_handle: str, graph_handle: str, step_id: int, feeds: dict,
+    def _ours_run_graph(self, session_handle: str, graph_handle: str, step_id: int, feeds: dict,
                   fetches: list, timeout: Optional[float], collect_stats: bool,
                   partition_graphs: bool) -> RunGraphResult:
         req = _run_graph_request(session_handle, graph_handle, step_id, fetches,
@@ -128,15 +208,15 @@ class GrpcWorkerClient:
         return _run_graph_result(*self._call_tensors(
             self._run, req, list(feeds.items()), timeout))
 
-    def cleanup_graph(self, step_id: int) -> None:
+    def _ours_cleanup_graph(self, step_id: int) -> None:
         self._call(self._cleanup, worker_pb2.CleanupGraphRequest(step_id=step_id),
                    _CONTROL_TIMEOUT)
 
-    def cleanup_all(self, containers: Optional[list]) -> None:
+    def _ours_cleanup_all(self, containers: Optional[list]) -> None:
         self._call(self._cleanup_all, worker_pb2.CleanupAllRequest(container=containers or []),
                    _CONTROL_TIMEOUT)
 
-    def recv_tensor(self, step_id: int, key: str, timeout: Optional[float], waiter=None):
+    def _ours_recv_tensor(self, step_id: int, key: str, timeout: Optional[float], waiter=None):
         if self._plane is not None:
             value = self._plane.recv_tensor(step_id, key, timeout, waiter)
             if value is not data_plane_client.NOT_SERVED:
@@ -160,6 +240,8 @@ class GrpcWorkerClient:
         Raises (here or from the iterator):
           OpError: the call failed (CancelledError once cancelled).
         """
+        if self._tf is not None:
+            return self._tf.stream_tensors(step_id, keys, timeout, cancellation)
         if self._plane is not None:
             values = self._plane.stream_tensors(step_id, keys, timeout, cancellation)
             if values is not None:
@@ -173,12 +255,20 @@ class GrpcWorkerClient:
             token = cancellation.register(call.cancel)
             if token is None:
                 call.cancel()
-        return self._stream_frames(call, cancellation, token)
+        return self._stream_frames(call, keys, cancellation, token)
 
-    def _stream_frames(self, call, cancellation, token):
+    def _stream_frames(self, call, keys: list, cancellation, token):
         try:
             with calling(self._peer):
-                for frame in call:
+                try:
+                    first = next(iter(call), None)
+                except grpc.RpcError as e:
+                    if e.code() != grpc.StatusCode.UNIMPLEMENTED or self._is_ours():
+                        raise
+                    self._turned_out_tensorflow()  # TF has no such stream: one by one
+                    yield from ([(key, None)] for key in keys)
+                    return
+                for frame in itertools.chain([first] if first is not None else [], call):
                     if frame[:1] == b"K":
                         yield [(frame[1:].decode(), None)]
                         continue
@@ -203,3 +293,4 @@ def _run_graph_result(response, tensors: list) -> RunGraphResult:
     if response.HasField("step_stats"):
         result.step_stats = response.step_stats
     return result
+

@@ -1,0 +1,167 @@
+"""TensorFlow's WorkerService (`/tensorflow.WorkerService/*`), served beside ours.
+
+What a TensorFlow master, and TensorFlow workers, ask of an nbcluster task in
+a mixed cluster, by TF's conventions where ours differ:
+- RunGraph's feeds and fetches are keyed by full rendezvous keys; the
+  client-terminated `_Recv` / `_Send` nodes of each registered graph say
+  which tensor each key names, so the worker runs with tensor names as ever;
+- every call is one unary message however large (TF knows neither our
+  streamed requests nor parked replies); errors go in RunGraph's body when
+  the master asks;
+- RecvTensor serves a TF worker's `_Recv` of a tensor sent here.
+GetStatus answers as TF's (our extra fields are unknown to TF and skipped).
+TF's collective and logging methods are UNIMPLEMENTED, naming the method.
+"""
+from __future__ import annotations
+
+import threading
+
+import grpc
+
+from nbcluster import errors
+from nbcluster.distributed.rendezvous import make_key
+from nbcluster.framework.graph_def import nodes_from_proto
+from nbcluster.proto import worker_pb2
+from nbcluster.rpc.codec import messages
+from nbcluster.rpc.codec.messages import Layout
+from nbcluster.rpc.grpc_transport import status
+from nbcluster.rpc.grpc_transport.handlers import proto_handler, timeout_of, unary
+
+SERVICE = "tensorflow.WorkerService"
+_RECV_TENSOR_REQUEST = Layout(worker_pb2.RecvTensorRequest, None)
+_RECV_TENSOR_RESPONSE = Layout(worker_pb2.RecvTensorResponse, 1, named=False)  # tensor = 1
+_RUN_GRAPH_REQUEST = Layout(worker_pb2.RunGraphRequest, 3)                     # send = 3
+_RUN_GRAPH_RESPONSE = Layout(worker_pb2.RunGraphResponse, 1)                   # recv = 1
+# TF 2.x's WorkerService methods nbcluster has no counterpart for.
+_NOT_SERVED = ("Logging", "Tracing", "RecvBuf", "GetStepSequence", "CompleteGroup",
+               "CompleteInstance", "MarkRecvFinished")
+
+
+def client_tensor_names(nodes: list) -> dict:
+    """Rendezvous key -> tensor name of each client-terminated _Recv / _Send."""
+    names = {}
+    for node in nodes:
+        a = node.attrs
+        if node.op in ("_Recv", "_Send") and a.get("client_terminated"):
+            names[make_key(a["send_device"], int(a["send_device_incarnation"]),
+                           a["recv_device"], a["tensor_name"])] = a["tensor_name"]
+    return names
+
+
+def tensorflow_worker_handler(worker, slots) -> grpc.GenericRpcHandler:
+    """TF's WorkerService over `worker`; `slots` bound its waits as ours (WaitSlots)."""
+    graphs: dict = {}  # (session, graph handle) -> {rendezvous key: tensor name}
+    lock = threading.Lock()
+
+    def get_status(req, context):
+        return worker.get_status()
+
+    def create_worker_session(req, context):
+        server_def = req.server_def if req.server_def.cluster.job else None
+        worker.create_worker_session(req.session_handle, req.isolate_session_state, server_def)
+        return worker_pb2.CreateWorkerSessionResponse()
+
+    def delete_worker_session(req, context):
+        worker.delete_worker_session(req.session_handle)
+        return worker_pb2.DeleteWorkerSessionResponse()
+
+    def register_graph(req, context):
+        nodes = nodes_from_proto(req.graph_def)
+        handle = worker.register_graph(req.session_handle, nodes,
+                                       req.config_proto.inter_op_parallelism_threads,
+                                       req.create_worker_session_called)
+        with lock:
+            graphs[(req.session_handle, handle)] = client_tensor_names(nodes)
+        return worker_pb2.RegisterGraphResponse(graph_handle=handle)
+
+    def deregister_graph(req, context):
+        with lock:
+            graphs.pop((req.session_handle, req.graph_handle), None)
+        worker.deregister_graph(req.session_handle, req.graph_handle)
+        return worker_pb2.DeregisterGraphResponse()
+
+    def run_graph(decoded, context) -> bytes:
+        req, sends = decoded
+        with lock:
+            names = graphs.get((req.session_handle, req.graph_handle))
+        running = [True]  # a caller gone mid-step ends the step here, as TF's worker does
+        context.add_callback(lambda: running[0] and worker.cleanup_graph(req.step_id))
+        try:
+            if names is None:
+                raise errors.AbortedError(None, None, f"Graph handle {req.graph_handle!r} is "
+                                                      f"not registered on this worker")
+            unknown = [k for k in [key for key, _ in sends] + list(req.recv_key)
+                       if k not in names]
+            if unknown:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Rendezvous key {unknown[0]!r} names no feed or fetch of "
+                                f"graph {req.graph_handle}")
+            fetches = [names[key] for key in req.recv_key]
+            result = worker.run_graph(req.session_handle, req.graph_handle, req.step_id,
+                                      {names[key]: value for key, value in sends}, fetches,
+                                      timeout_of(context), req.exec_opts.record_timeline,
+                                      req.exec_opts.record_partition_graphs)
+        except errors.OpError as e:
+            if not req.store_errors_in_response_body:
+                raise
+            return worker_pb2.RunGraphResponse(status_code=e.error_code,
+                                               status_error_message=e.message
+                                               ).SerializeToString()
+        finally:
+            running[0] = False
+        response = worker_pb2.RunGraphResponse()
+        if result.step_stats is not None:
+            response.step_stats.CopyFrom(result.step_stats)
+        response.partition_graph.extend(result.partition_graphs)
+        return messages.encode(response, _RUN_GRAPH_RESPONSE,
+                               [(key, result.fetches[name])
+                                for key, name in zip(req.recv_key, fetches)])
+
+    def cleanup_graph(req, context):
+        worker.cleanup_graph(req.step_id)
+        return worker_pb2.CleanupGraphResponse()
+
+    def cleanup_all(req, context):
+        worker.cleanup_all(list(req.container))
+        return worker_pb2.CleanupAllResponse()
+
+    def recv_tensor(decoded, context) -> bytes:
+        req, _ = decoded
+        step_id = req.step_id
+        context.add_callback(lambda: worker.wake_step(step_id))  # a caller gone ends the wait
+        with slots.hold(context.peer(), "RecvTensor"):
+            value = worker.recv_tensor(step_id, req.rendezvous_key, timeout_of(context),
+                                       stopped=lambda: not context.is_active())
+        return messages.encode(worker_pb2.RecvTensorResponse(), _RECV_TENSOR_RESPONSE,
+                               [("", value)])
+
+    def tensors(fn, layout: Layout):
+        return unary(fn, lambda data: messages.decode(data, layout), _as_is)
+
+    methods = {
+        "GetStatus": proto_handler(get_status, worker_pb2.GetStatusRequest),
+        "CreateWorkerSession": proto_handler(create_worker_session,
+                                             worker_pb2.CreateWorkerSessionRequest),
+        "DeleteWorkerSession": proto_handler(delete_worker_session,
+                                             worker_pb2.DeleteWorkerSessionRequest),
+        "RegisterGraph": proto_handler(register_graph, worker_pb2.RegisterGraphRequest),
+        "DeregisterGraph": proto_handler(deregister_graph, worker_pb2.DeregisterGraphRequest),
+        "RunGraph": tensors(run_graph, _RUN_GRAPH_REQUEST),
+        "CleanupGraph": proto_handler(cleanup_graph, worker_pb2.CleanupGraphRequest),
+        "CleanupAll": proto_handler(cleanup_all, worker_pb2.CleanupAllRequest),
+        "RecvTensor": tensors(recv_tensor, _RECV_TENSOR_REQUEST),
+    }
+    for name in _NOT_SERVED:
+        methods[name] = grpc.unary_unary_rpc_method_handler(_refuse(name))
+    return grpc.method_handlers_generic_handler(SERVICE, methods)
+
+
+def _refuse(method: str):
+    def refuse(request: bytes, context):
+        status.abort(context, errors.UnimplementedError(
+            None, None, f"{SERVICE}.{method} is not served by nbcluster tasks"))
+    return refuse
+
+
+def _as_is(data: bytes) -> bytes:
+    return data
