@@ -23,6 +23,7 @@ from nbcluster.ops.shapes import expand_dims, rank, reshape, shape, size, squeez
 from nbcluster.ops.fill import fill, ones, ones_like, zeros, zeros_like
 from nbcluster.ops.control import group, no_op, stop_gradient, tuple  # noqa: A004
 from nbcluster.ops.math import div_no_nan, floordiv, floormod
+from nbcluster.ops.math import div_no_nan as divide_no_nan
 from nbcluster.ops.math import floormod as mod
 from nbcluster.ops.math import (abs, add, add_n, cast, divide, equal, exp,  # noqa: A004
                                 greater, greater_equal, less, less_equal, log, log1p, maximum,

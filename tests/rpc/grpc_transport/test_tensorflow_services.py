@@ -112,14 +112,14 @@ def test_run_step_errors_come_in_the_body_when_asked_and_the_session_goes_on(cha
     assert tensors[0][1].shape == (3 << 20,) and float(tensors[0][1][-1]) == 3.0
 
 
-def test_partial_runs_and_tf_master_driven_steps_are_unimplemented_naming_the_method(channel):
+def test_partial_runs_and_collectives_are_unimplemented_naming_the_method(channel):
     error = _error(lambda: _call(channel, MASTER + "PartialRunSetup",
                                  master_pb2.PartialRunSetupRequest(session_handle="s"),
                                  master_pb2.PartialRunSetupResponse))
     assert error.code() == grpc.StatusCode.UNIMPLEMENTED and "PartialRunSetup" in error.details()
-    error = _error(lambda: _raw(channel, WORKER + "RegisterGraph", b""))
+    error = _error(lambda: _raw(channel, WORKER + "CompleteGroup", b""))
     assert error.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert "tensorflow.WorkerService.RegisterGraph" in error.details()
+    assert "tensorflow.WorkerService.CompleteGroup" in error.details()
 
 
 def test_tf_s_get_status_lists_the_task_s_devices(channel):
