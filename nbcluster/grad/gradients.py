@@ -27,7 +27,7 @@ from nbcluster.ops.control_flow_while import loop_unit
 
 # Op types whose rule takes an IndexedSlices gradient as it is (TF's Identity
 # rule returns it unchanged, so a variable's `read` keeps the gradient sparse).
-_SPARSE_PASS_THROUGH = frozenset({"Identity"})
+_SPARSE_PASS_THROUGH = frozenset({"Identity", "ReadVariableOp"})
 
 # TF's AggregationMethod values; every one of them sums with AddN here.
 AGGREGATION_METHODS = (None, 0, 1, 2)

@@ -141,6 +141,7 @@ def apply_training_op(op_type: str, values: list, use_locking: bool = False,
       ValueError: shapes disagree, or an unknown attr is given.
     """
     names, n_refs, _, defaults = SIGNATURES[op_type]
+    indices_index = SPARSE_INDICES.get(op_type)
     unknown = set(attrs) - set(defaults) - {"Tindices"}
     if unknown:
         raise ValueError(f"{op_type} has no attr named {sorted(unknown)}")
@@ -152,7 +153,6 @@ def apply_training_op(op_type: str, values: list, use_locking: bool = False,
         var = handle_op(refs[0])
         dtype = values[0].dtype if var is None else var.get_attr("dtype")
     with graph.as_default(), graph.colocate_with(refs[0].op):
-        indices_index = SPARSE_INDICES.get(op_type)
         rest = [convert_to_tensor(v, name=n, graph=graph) if i == indices_index
                 else to_tensor(v, dtype, n, graph)
                 for i, (v, n) in enumerate(zip(values, names)) if i >= n_refs]

@@ -19,6 +19,13 @@ X = np.array([[1.0, -1.0], [2.0, 0.5]], np.float32)
 IDS = [0, 2, 2]
 STEPS = 4
 
+@pytest.fixture(autouse=True)
+def ref_variables_by_default():
+    tf.disable_resource_variables()
+    yield
+    tf.disable_resource_variables()
+
+
 OPTIMIZERS = {
     "sgd": lambda: tf.train.GradientDescentOptimizer(0.1),
     "momentum": lambda: tf.train.MomentumOptimizer(0.1, 0.9),
@@ -223,3 +230,46 @@ def test_resource_sgd_updates_in_place_while_nothing_else_holds_the_array(monkey
         before, _ = sess.run([read, held])  # the read is fetched: a new array instead
         np.testing.assert_array_equal(before, [-0.5, 0.5, 1.5])
         np.testing.assert_array_equal(sess.run(v), [-1.0, 0.0, 1.0])
+
+
+# -- placement and partitioned tables ----------------------------------------------------
+def test_greedy_placement_sizes_a_handle_by_its_variable():
+    assert tf.train.byte_size_load_fn(tf.Variable(np.zeros((3, 4), np.float32),
+                                                  use_resource=True).op) == 48
+    strategy = tf.train.GreedyLoadBalancingStrategy(2, tf.train.byte_size_load_fn)
+    with tf.device(tf.train.replica_device_setter(ps_tasks=2, ps_strategy=strategy)):
+        big = tf.Variable(np.zeros((100, 10), np.float32), name="big", use_resource=True)
+        small = [tf.Variable(np.zeros(4, np.float32), name=f"s{i}", use_resource=True)
+                 for i in range(3)]
+    assert big.device == "/job:ps/task:0"
+    assert {v.device for v in small} == {"/job:ps/task:1"}  # all lighter than `big`
+
+
+def test_a_partitioned_resource_table_trains_sparsely_like_the_ref_one():
+    ids = np.array([7, 0, 7, 3], np.int32)
+    results = {}
+    for use_resource in (False, True):
+        with tf.Graph().as_default() as graph:
+            table = tf.get_variable("table", [8, 2], partitioner=tf.fixed_size_partitioner(2),
+                                    initializer=tf.constant_initializer(1.0),
+                                    use_resource=use_resource)
+            rows = tf.nn.embedding_lookup(table, ids, partition_strategy="div")
+            loss = tf.reduce_sum(rows * rows)
+            opt = tf.train.GradientDescentOptimizer(0.1)
+            grads = opt.compute_gradients(loss)
+            assert all(isinstance(g, tf.IndexedSlices) for g, _ in grads)
+            train = opt.apply_gradients(grads)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                for _ in range(2):
+                    sess.run(train)
+                results[use_resource] = sess.run(table.as_tensor())
+            types = {op.type for op in graph.get_operations()}
+        assert ("ResourceGather" in types) is use_resource
+    np.testing.assert_allclose(results[True], results[False])
+    want = np.ones((8, 2))
+    for _ in range(2):
+        grad = np.zeros_like(want)
+        np.add.at(grad, ids, 2 * want[ids])
+        want -= 0.1 * grad
+    np.testing.assert_allclose(results[True], want, rtol=1e-6)
