@@ -171,31 +171,36 @@ def _ufunc_at(name: str):
     def apply(xp, target, indices, values) -> None:
         if name == "add":
             scatter_add(xp, target, indices, values)
+        elif name == "subtract":
+            scatter_add(xp, target, indices, -values)
+        elif name == "divide" and target.dtype.kind in "iu":
+            # TF's integer division truncates toward zero; rows in order.
+            for i, row in enumerate(indices.reshape(-1).tolist()):
+                row_values = values.reshape((-1,) + target.shape[1:])[i]
+                target[row] = np.trunc(target[row] / row_values).astype(target.dtype)
         else:
             getattr(np, name).at(target, indices, values)
     return apply
 
 
-# op type -> how rows of the variable's copy take the updates (repeated rows in order)
+# op type -> how rows of the variable's copy take the updates (repeated rows in
+# order), and the device types it runs on (numpy's ufunc.at has no cupy twin)
 _SCATTER = {
-    "ResourceScatterUpdate": None,
-    "ResourceScatterAdd": _ufunc_at("add"),
-    "ResourceScatterSub": _ufunc_at("subtract"),
-    "ResourceScatterMul": _ufunc_at("multiply"),
-    "ResourceScatterDiv": _ufunc_at("divide"),
-    "ResourceScatterMin": _ufunc_at("minimum"),
-    "ResourceScatterMax": _ufunc_at("maximum"),
+    "ResourceScatterUpdate": (None, DEVICES),
+    "ResourceScatterAdd": (_ufunc_at("add"), DEVICES),
+    "ResourceScatterSub": (_ufunc_at("subtract"), DEVICES),
+    "ResourceScatterMul": (_ufunc_at("multiply"), ("CPU",)),
+    "ResourceScatterDiv": (_ufunc_at("divide"), ("CPU",)),
+    "ResourceScatterMin": (_ufunc_at("minimum"), ("CPU",)),
+    "ResourceScatterMax": (_ufunc_at("maximum"), ("CPU",)),
 }
 
 
 def _scatter(op_type: str):
-    apply = _SCATTER[op_type]
+    apply = _SCATTER[op_type][0]
 
     def factory(node, device):
         xp = device.xp
-        if apply is not None and op_type != "ResourceScatterAdd" and xp is not np:
-            raise errors.UnimplementedError(None, None, f"{op_type} has no GPU kernel here",
-                                            node_name=node.name)
 
         def scatter(ctx, ref, indices, updates):
             with ref.lock:
@@ -223,5 +228,5 @@ def _scatter(op_type: str):
     return factory
 
 
-for _type in _SCATTER:
-    register_kernel(_type, *DEVICES)(_scatter(_type))
+for _type, (_, _devices) in _SCATTER.items():
+    register_kernel(_type, *_devices)(_scatter(_type))

@@ -177,6 +177,15 @@ def test_scatters_match_numpy(method, op_type, ufunc):
         np.testing.assert_allclose(sess.run(out), expected)
 
 
+def test_integer_scatter_div_truncates_toward_zero_like_tf():
+    v = _var(np.array([7, -7, 9], np.int32), name="ints")
+    out = v.scatter_div(tf.IndexedSlices(tf.constant([2, 2, 3], tf.int32),
+                                         tf.constant([0, 1, 0])))
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        np.testing.assert_array_equal(sess.run(out), [1, -3, 9])  # 7/2=3, 3/3=1; -7/2=-3
+
+
 def test_functional_scatters_take_resource_variables():
     v = _var()
     out = tf.scatter_add(v, [1], [[10.0, 20.0]])
