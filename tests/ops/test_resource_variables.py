@@ -296,3 +296,25 @@ def test_graph_def_round_trip_runs_the_same():
             sess.run(names[1])
             for got, want in zip(sess.run(names[2:]), expected):
                 np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+# -- TF2-style code ----------------------------------------------------------------------
+def test_variables_made_in_a_tf_function_are_resource_variables_and_ordered():
+    made = []
+
+    @tf.function
+    def step(x):
+        if not made:
+            made.append(tf.Variable(np.float32(1.0), name="counter"))
+        v = made[0]
+        v.assign_add(x, read_value=False)
+        return v * 10.0  # after the write, by the function's automatic ordering
+
+    first, second = step(np.float32(2.0)), step(np.float32(3.0))
+    (v,) = made
+    assert v.op.type == "VarHandleOp" and not tf.resource_variables_enabled()
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run(first) == 30.0
+        assert sess.run(second) == 60.0
+        assert sess.run(v) == 6.0
