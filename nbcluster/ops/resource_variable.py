@@ -41,7 +41,7 @@ def resource_variables_enabled() -> bool:
     return _default["use_resource"]
 
 
-class resource_variables_in(object):  # noqa: N801 - used as a context manager
+class resource_variables_in:  # a context manager, named as a function is
     """Within it, Variables made in `graph` on this thread are resource ones
     (TF2's tf.function makes only resource variables)."""
 
@@ -67,6 +67,11 @@ def use_resource(flag: Optional[bool], graph=None) -> bool:
     if any(g is graph for g in getattr(_forced, "graphs", ())):
         return True
     return _default["use_resource"]
+
+
+# a ref variable's update op -> its resource twin
+_RESOURCE_TWINS = {"Assign": "AssignVariableOp", "AssignAdd": "AssignAddVariableOp",
+                   "AssignSub": "AssignSubVariableOp"}
 
 
 class ResourceVariable(Variable):
@@ -149,9 +154,6 @@ class ResourceVariable(Variable):
         return self._snapshot.eval(session=session)
 
     # -- updates -----------------------------------------------------------
-    _OP_TYPES = {"Assign": "AssignVariableOp", "AssignAdd": "AssignAddVariableOp",
-                 "AssignSub": "AssignSubVariableOp"}
-
     def _update(self, op_type: str, value, use_locking: bool, name, read_value: bool,
                 validate_shape: bool = True):
         graph = self.graph
@@ -161,7 +163,7 @@ class ResourceVariable(Variable):
                 raise ValueError(f"Cannot assign value to variable '{self.op.name}': Shape "
                                  f"mismatch. The variable shape {self._shape}, and the "
                                  f"assigned value shape {value.shape} are incompatible.")
-            resource_type = self._OP_TYPES[op_type]
+            resource_type = _RESOURCE_TWINS[op_type]
             op = rv.assign_variable_op(self._handle, value, name=name or resource_type,
                                        op_type=resource_type)
             return self._read_after(op) if read_value else op

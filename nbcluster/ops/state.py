@@ -83,11 +83,12 @@ class Variable(metaclass=CreatedThroughScopes):
     _is_resource = False
 
     def __new__(cls, *args, **kwargs):
+        kind = cls
         if cls is Variable:
             from nbcluster.ops.resource_variable import ResourceVariable, use_resource
             if use_resource(kwargs.get("use_resource")):
-                cls = ResourceVariable
-        return super().__new__(cls)
+                kind = ResourceVariable
+        return super().__new__(kind)
 
     def __init__(self, initial_value=None, trainable: bool = True, collections=None,
                  validate_shape: bool = True, caching_device=None, name: Optional[str] = None,

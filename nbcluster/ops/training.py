@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import Optional
 
 from nbcluster.framework import dtypes
-from nbcluster.framework.graph import graph_of
-from nbcluster.framework.tensor_shape import TensorShape
-from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.constant import convert_to_tensor
+from nbcluster.framework.graph import graph_of
+from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor, as_tensor_or_op
+from nbcluster.framework.tensor_shape import TensorShape
 from nbcluster.ops.math import FLOATS, check_dtype, to_tensor
 from nbcluster.ops.resource_variables import handle_op, handle_shape
 from nbcluster.ops.shape_inference import shape_error

@@ -128,7 +128,8 @@ def test_operators_read_the_value():
 
 
 def test_is_initialized_and_report_uninitialized():
-    v, w = _var(), _var(name="w")
+    v = _var()
+    _var(name="w")
     report = tf.report_uninitialized_variables()
     ready = tf.is_variable_initialized(v)
     assert ready.op.type == "VarIsInitializedOp"
@@ -280,8 +281,7 @@ def test_graph_def_round_trip_runs_the_same():
     graph_def = tf.get_default_graph().as_graph_def()
     types = {n.op for n in graph_def.node}
     assert {"VarHandleOp", "ReadVariableOp", "AssignVariableOp", "VarIsInitializedOp",
-            "ResourceGather", "ResourceScatterAdd", "ResourceApplyAdam",
-            "ResourceScatterAdd"} <= types
+            "ResourceGather", "ResourceScatterAdd", "ResourceApplyAdam"} <= types
     names = [init.name, gv.name, after.name, v.value().name, w.value().name]
     with tf.Session() as sess:
         sess.run(init)

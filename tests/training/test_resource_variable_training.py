@@ -98,12 +98,12 @@ def _numpy_adam(lr=0.05, b1=0.9, b2=0.999, eps=1e-8):
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_resource_training_equals_the_ref_run(name):
-    ref, ref_types, _ = _train(False, OPTIMIZERS[name])
+    ref, _, _ = _train(False, OPTIMIZERS[name])
     res, res_types, slots = _train(True, OPTIMIZERS[name])
     for a, b in zip(ref, res):
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
     assert res[2] == STEPS
-    assert not any(t.startswith("Apply") or t.startswith("SparseApply") for t in res_types)
+    assert not any(t.startswith(("Apply", "SparseApply")) for t in res_types)
     assert not res_types & {"ScatterSub", "ScatterAdd", "SparseApplyMomentum"}
     dense = {"sgd": "ResourceApplyGradientDescent", "momentum": "ResourceApplyMomentum",
              "nesterov": "ResourceApplyMomentum", "adagrad": "ResourceApplyAdagrad",
