@@ -318,3 +318,26 @@ def test_variables_made_in_a_tf_function_are_resource_variables_and_ordered():
         assert sess.run(first) == 30.0
         assert sess.run(second) == 60.0
         assert sess.run(v) == 6.0
+
+
+# -- placement ---------------------------------------------------------------------------
+def test_whatever_consumes_a_handle_is_placed_with_it():
+    from nbcluster.distributed.placement import place
+    from nbcluster.kernels import load_all
+    from nbcluster.kernels.registry import has_kernel
+    from nbcluster.ops import resource_variables as rv
+    load_all()
+    devices = ["/job:w/replica:0/task:0/device:CPU:0", "/job:ps/replica:0/task:0/device:CPU:0"]
+    with tf.device("/job:ps/task:0"):
+        v = _var()
+    passed_on = tf.identity(v.handle, name="passed_on")  # no resource op, no colocation
+    read = rv.read_variable_op(passed_on, tf.float32, name="read_through")
+    rows = rv.resource_gather(tf.identity(passed_on, name="again"), tf.constant([0]),
+                              tf.float32, name="rows")
+    doubled = tf.multiply(read, 2.0, name="doubled")
+    del rows, doubled
+    nodes = {op.name: op.to_node() for op in tf.get_default_graph().get_operations()}
+    placement = place(nodes, devices, ("w", 0), False, has_kernel)
+    for name in ("v", "passed_on", "read_through", "again", "rows", "v/Read/ReadVariableOp"):
+        assert placement[name] == devices[1], name
+    assert placement["doubled"] == devices[0]  # the value, not the handle, travels
