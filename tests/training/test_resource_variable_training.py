@@ -3,6 +3,7 @@ optimizers build TF's ResourceApply* / ResourceSparseApply* ops, give the ref
 run's values (and NumPy's, for SGD and Adam), checkpoints cross between the
 two kinds, and the in-place SGD update serves resource variables too."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -273,3 +274,31 @@ def test_a_partitioned_resource_table_trains_sparsely_like_the_ref_one():
         np.add.at(grad, ids, 2 * want[ids])
         want -= 0.1 * grad
     np.testing.assert_allclose(results[True], want, rtol=1e-6)
+
+
+# -- a GraphDef TensorFlow wrote -------------------------------------------------------
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_a_graph_def_tensorflow_built_with_resource_variables_runs_to_tfs_values(
+        tmp_path, optimizer):
+    import subprocess
+    import sys
+    pytest.importorskip("tensorflow", reason="pip install tensorflow-cpu (the bench extra)")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf_resource_graph.py")
+    out = tmp_path / "tf.npz"
+    done = subprocess.run([sys.executable, script, str(out), optimizer], capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    tf_side = np.load(out)
+    assert {"VarHandleOp", "ReadVariableOp", "AssignVariableOp", "ResourceGather"} <= \
+        set(tf_side["types"].tolist())
+    graph_def = tf.GraphDef.FromString(tf_side["graph_def"].tobytes())
+    with tf.Graph().as_default():
+        tf.import_graph_def(graph_def, name="")
+        with tf.Session() as sess:
+            sess.run(str(tf_side["init"]))
+            for _ in range(4):
+                sess.run(str(tf_side["train"]))
+            w, emb, step = sess.run([str(r) for r in tf_side["reads"]])
+    np.testing.assert_allclose(w, tf_side["w"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(emb, tf_side["emb"], rtol=1e-5, atol=1e-6)
+    assert step == tf_side["step"] == 4
