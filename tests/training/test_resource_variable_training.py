@@ -286,7 +286,7 @@ def test_a_graph_def_tensorflow_built_with_resource_variables_runs_to_tfs_values
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf_resource_graph.py")
     out = tmp_path / "tf.npz"
     done = subprocess.run([sys.executable, script, str(out), optimizer], capture_output=True,
-                          text=True, timeout=240)
+                          text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     tf_side = np.load(out)
     assert {"VarHandleOp", "ReadVariableOp", "AssignVariableOp", "ResourceGather"} <= \
