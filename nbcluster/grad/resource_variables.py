@@ -8,15 +8,28 @@ gradient is read by VariableShape next to the variable (on its ps).
 """
 from __future__ import annotations
 
+from nbcluster.framework import dtypes
 from nbcluster.framework.indexed_slices import IndexedSlices
+from nbcluster.framework.operation import Tensor
 from nbcluster.grad.registry import NotDifferentiable, register_gradient
 from nbcluster.ops import array, shapes, slicing
-from nbcluster.ops.resource_variables import SCATTER_TYPES, variable_shape
+from nbcluster.ops.fill import zeros, zeros_like
+from nbcluster.ops.resource_variables import SCATTER_TYPES, handle_op, variable_shape
 
 for _type in ("VarHandleOp", "AssignVariableOp", "AssignAddVariableOp",
               "AssignSubVariableOp", "VarIsInitializedOp", "DestroyResourceOp",
               "VariableShape", "ResourceCountUpTo") + SCATTER_TYPES:
     NotDifferentiable(_type)
+
+
+def zeros_like_value(t: Tensor) -> Tensor:
+    """Zeros like `t`, or, for a variable's handle, like the variable: the
+    gradient a handle gets where no read of it had one (control flow's zeros)."""
+    var = handle_op(t) if t.dtype == dtypes.resource else None
+    if var is None:
+        return zeros_like(t, optimize=False)
+    with t.graph.colocate_with(t.op, ignore_existing=True):
+        return zeros(variable_shape(t), dtype=var.get_attr("dtype"))
 
 
 @register_gradient("ReadVariableOp")

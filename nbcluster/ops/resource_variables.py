@@ -7,7 +7,7 @@ Op types, input order and attrs are TF's, so a GraphDef TF wrote runs here.
 Reads (ReadVariableOp, ResourceGather, VariableShape, VarIsInitializedOp) are
 not stateful, so a tf.function orders them as reads; writes are stateful.
 The variable's dtype and shape come from the handle's VarHandleOp (through
-Identity ops); a handle from elsewhere has an unknown shape.
+Identity, Switch and Enter ops); a handle from elsewhere has an unknown shape.
 """
 from __future__ import annotations
 
@@ -25,10 +25,15 @@ SCATTER_TYPES = ("ResourceScatterUpdate", "ResourceScatterAdd", "ResourceScatter
                  "ResourceScatterMax")
 
 
+# Ops that hand their input 0 on as is (a handle a cond or a loop captured).
+_PASS_ON = frozenset({"Identity", "Switch", "RefSwitch", "Enter", "RefEnter"})
+
+
 def handle_op(handle: Tensor):
-    """The VarHandleOp a handle comes from (through Identity ops), else None."""
+    """The VarHandleOp a handle comes from (through Identity ops, and the
+    Switch / Enter a cond or loop captures it by), else None."""
     op = handle.op
-    while op.type == "Identity" and op.inputs:
+    while op.type in _PASS_ON and op.inputs:
         op = op.inputs[0].op
     return op if op.type == "VarHandleOp" else None
 

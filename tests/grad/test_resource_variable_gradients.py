@@ -73,3 +73,33 @@ def test_the_gradient_of_a_read_goes_to_the_handle():
     with tf.Session() as sess:
         sess.run(v.initializer)
         assert sess.run(g) == pytest.approx(12.0)
+
+
+def _control_flow_model(use_resource: bool):
+    w = tf.Variable(np.array([0.5, -1.5]), name="w", use_resource=use_resource)
+    take = tf.placeholder(tf.bool, [])
+    branch = tf.cond(take, lambda: tf.reduce_sum(w * w * 3.0), lambda: tf.reduce_sum(w))
+
+    def body(i, acc):
+        return i + 1, acc + tf.reduce_sum(tf.exp(w * 0.5))
+    _, looped = tf.while_loop(lambda i, a: i < 3, body,
+                              [tf.constant(0), tf.constant(0.0, tf.float64)])
+    (grad,) = tf.gradients(branch + looped, [w])
+    return w, take, grad
+
+
+def test_reads_inside_cond_and_while_loop_differentiate_like_ref_variables():
+    got = {}
+    for use_resource in (False, True):
+        with tf.Graph().as_default():
+            w, take, grad = _control_flow_model(use_resource)
+            assert grad is not None
+            with tf.Session() as sess:
+                sess.run(w.initializer)
+                got[use_resource] = [sess.run(grad, {take: t}) for t in (True, False)]
+    w0 = np.array([0.5, -1.5])
+    looped = 3 * 0.5 * np.exp(w0 * 0.5)
+    np.testing.assert_allclose(got[True][0], 6.0 * w0 + looped)
+    np.testing.assert_allclose(got[True][1], 1.0 + looped)
+    for ref, res in zip(got[False], got[True]):
+        np.testing.assert_allclose(res, ref)
