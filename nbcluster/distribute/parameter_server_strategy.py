@@ -19,6 +19,7 @@ from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.graph import get_default_graph
 from nbcluster.ops import reduction
+from nbcluster.ops.resource_variable import resource_variables_in
 from nbcluster.ops.state import GLOBAL_VARIABLES, variables_initializer
 from nbcluster.ops.variable_creators import variable_creator_scope
 
@@ -122,11 +123,13 @@ class ParameterServerStrategy:
 
     @contextlib.contextmanager
     def scope(self):
-        """Builds into the strategy's graph; variables go to the ps tasks, round robin."""
+        """Builds into the strategy's graph; variables go to the ps tasks, round robin,
+        and are resource variables, as TF2 makes every variable."""
         # A Graph's device stack is shared by threads: entering and leaving take
         # the build lock, so they never interleave with a worker thread's build.
         placing = self._graph.device(self._place_variable)
-        with self._graph.as_default(), self._sharding():
+        with self._graph.as_default(), self._sharding(), \
+                resource_variables_in(self._graph):
             with self.build_lock:
                 placing.__enter__()
             try:

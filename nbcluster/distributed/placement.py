@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from nbcluster import errors
+from nbcluster.framework import dtypes
 from nbcluster.framework.device_spec import DeviceSpec, is_compatible
 from nbcluster.framework.node import Node, parse_input
 from nbcluster.framework.op_registry import get_op_def
@@ -60,12 +61,21 @@ def _colocation_groups(nodes: dict[str, Node]) -> list[list[str]]:
                 union(node.name, group[5:])
         ref_inputs = get_op_def(node.op).ref_inputs
         for slot, ref in enumerate(node.data_inputs()):
-            if slot in ref_inputs:
+            if slot in ref_inputs or _is_resource(nodes, ref):
                 union(node.name, parse_input(ref)[0])
     groups: dict[str, list[str]] = {}
     for name in nodes:
         groups.setdefault(find(name), []).append(name)
     return list(groups.values())
+
+
+def _is_resource(nodes: dict[str, Node], ref: str) -> bool:
+    """Whether input `ref` is a DT_RESOURCE handle: as TF's placer does, whatever
+    consumes one (an Identity passing it on too) runs on the handle's device."""
+    name, k = parse_input(ref)
+    producer = nodes.get(name)
+    types = producer.attrs.get("_output_types") if producer is not None else None
+    return bool(types) and 0 <= k < len(types) and types[k] == dtypes.resource
 
 
 def _merged_constraint(members: list[Node], allow_soft: bool) -> DeviceSpec:

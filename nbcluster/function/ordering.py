@@ -27,8 +27,9 @@ def is_state(op: Operation) -> bool:
 
 def state_read(op: Operation) -> Optional[Operation]:
     """The state op a plain read `op` (an Identity of a variable, e.g. the
-    snapshot a Variable converts to) reads, else None."""
-    if op.type == "Identity" and op.inputs and is_state(op.inputs[0].op):
+    snapshot a Variable converts to, or a resource variable's ReadVariableOp)
+    reads, else None."""
+    if op.type in ("Identity", "ReadVariableOp") and op.inputs and is_state(op.inputs[0].op):
         return op.inputs[0].op
     return None
 

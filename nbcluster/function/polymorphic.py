@@ -20,6 +20,7 @@ from nbcluster.function.structure import (ElementIterator, TensorSpec, dtype_and
                                           element_key, flatten, leaf_kind, pack_as,
                                           tensor_key, treedef)
 from nbcluster.ops.array import placeholder
+from nbcluster.ops.resource_variable import resource_variables_in
 from nbcluster.ops.state import GLOBAL_VARIABLES
 
 
@@ -201,7 +202,8 @@ class Function:
                 else:
                     traced.append(leaf)
             args, kwargs = pack_as(call.structure, traced)
-            outputs = self.python_function(*args, **kwargs)
+            with resource_variables_in(graph):  # TF2: a function's variables are resource ones
+                outputs = self.python_function(*args, **kwargs)
         self._record_next_counts(call, traced)
         inputs = [ph for slot in slots for ph in slot]
         new_vars = graph.get_collection(GLOBAL_VARIABLES)[var_start:]

@@ -9,7 +9,8 @@ from nbcluster.grad.registry import (NotDifferentiable, get_gradient_rule, is_de
 
 FAMILIES = ("math", "linalg", "array", "shapes", "fill", "nn", "reduction", "control",
             "slicing", "state", "io", "indexing", "logic", "accumulator", "summary", "data",
-            "control_flow", "control_flow_tensor_array", "control_flow_while")
+            "control_flow", "control_flow_tensor_array", "control_flow_while",
+            "resource_variables")
 
 for _family in FAMILIES:
     importlib.import_module(f"{__name__}.{_family}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from nbcluster.grad.registry import NotDifferentiable, register_gradient
 from nbcluster.ops.control_flow import merge, switch
-from nbcluster.ops.fill import zeros_like
+from nbcluster.grad.resource_variables import zeros_like_value
 
 for _type in ("LoopCond", "ControlTrigger", "Assert"):
     NotDifferentiable(_type)
@@ -18,10 +18,11 @@ def _switch_grad(op, grad_false, grad_true):
         return [None, None]
     # The untaken side's gradient is dead; a missing one becomes zeros on that
     # side (dead with it), so the Merge always has exactly one live input.
+    # (For a switched variable handle: zeros of the variable, read on that side.)
     if grad_false is None:
-        grad_false = zeros_like(op.outputs[0], optimize=False)
+        grad_false = zeros_like_value(op.outputs[0])
     if grad_true is None:
-        grad_true = zeros_like(op.outputs[1], optimize=False)
+        grad_true = zeros_like_value(op.outputs[1])
     return [merge([grad_false, grad_true])[0], None]
 
 

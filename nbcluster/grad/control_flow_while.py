@@ -24,7 +24,9 @@ from nbcluster.ops.control_flow import (add_control_input, enter, exit, merge, n
 from nbcluster.ops.control_flow_context import flatten, pack_as
 from nbcluster.ops.control_flow_tensor_array import (TensorArray, stack_pop_v2,
                                                      stack_push_v2, stack_v2)
+from nbcluster.grad.resource_variables import zeros_like_value
 from nbcluster.ops.fill import zeros_like
+from nbcluster.ops.resource_variables import handle_op
 
 _FLOATS = {dtypes.float16, dtypes.float32, dtypes.float64}
 
@@ -40,10 +42,12 @@ def while_gradient(ctx, *out_grads) -> list:
     n_vars = len(ctx.initial)
     float_vars = [k for k in range(n_vars) if ctx.initial[k].dtype in _FLOATS]
     captured = [t for t, _ in ctx.captured.values()]
-    float_caps = [c for c in captured if c.dtype in _FLOATS]
+    # A captured resource variable's handle gets its variable's gradient too.
+    float_caps = [c for c in captured if c.dtype in _FLOATS or
+                  (c.dtype == dtypes.resource and handle_op(c) is not None)]
     init_grads = [out_grads[k] if out_grads[k] is not None else zeros_like(ctx.exits[k])
                   for k in float_vars]
-    init_accs = [zeros_like(c) for c in float_caps]
+    init_accs = [zeros_like_value(c) for c in float_caps]
     arrays = ctx.arrays
 
     def cond(j, grads, accs):

@@ -27,7 +27,7 @@ from nbcluster.ops.control_flow_while import loop_unit
 
 # Op types whose rule takes an IndexedSlices gradient as it is (TF's Identity
 # rule returns it unchanged, so a variable's `read` keeps the gradient sparse).
-_SPARSE_PASS_THROUGH = frozenset({"Identity"})
+_SPARSE_PASS_THROUGH = frozenset({"Identity", "ReadVariableOp"})
 
 # TF's AggregationMethod values; every one of them sums with AddN here.
 AGGREGATION_METHODS = (None, 0, 1, 2)
@@ -220,7 +220,8 @@ def _ops_between(ys: list, xs: list) -> set:
 
 
 # Real floats only: the rules do not conjugate, so complex tensors carry no gradient.
-_TRAINABLE = {dtypes.float16, dtypes.float32, dtypes.float64}
+# A resource handle too: a resource variable's gradient arrives at its handle.
+_TRAINABLE = {dtypes.float16, dtypes.float32, dtypes.float64, dtypes.resource}
 
 
 def _trainable(t: Tensor) -> bool:
@@ -241,7 +242,10 @@ def _tensor_list(values, what: str) -> list:
         values = [values]
     out = []
     for v in values:
-        t = as_tensor_or_op(v)
+        # As TF: a resource variable is differentiated for through its handle,
+        # which every read of it (and every gather from it) reaches.
+        t = v.handle if what == "xs" and getattr(v, "_is_resource", False) else \
+            as_tensor_or_op(v)
         if not isinstance(t, Tensor):
             raise TypeError(f"{what} must hold Tensors or Variables, got {v!r}")
         out.append(t)

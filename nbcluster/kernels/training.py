@@ -19,6 +19,7 @@ import numpy as np
 from nbcluster import errors
 from nbcluster.kernels.math import quiet
 from nbcluster.kernels.registry import register_kernel
+from nbcluster.kernels.resource_variables import no_outputs
 
 DEVICES = ("CPU", "GPU")
 
@@ -205,3 +206,11 @@ def _check_sparse(node, var, accum, grad, indices) -> None:
 
 for _type in _SPARSE_RULES:
     register_kernel(_type, *DEVICES)(_sparse_factory(_type))
+
+
+# ResourceApply*: a handle's value is the VariableResource a ref op gets
+# (kernels/resource_variables.py), so the same update serves, with no output.
+for _type in _RULES:
+    register_kernel("Resource" + _type, *DEVICES)(no_outputs(_factory(_type)))
+for _type in _SPARSE_RULES:
+    register_kernel("Resource" + _type, *DEVICES)(no_outputs(_sparse_factory(_type)))

@@ -69,6 +69,8 @@ def gather(params, indices, validate_indices=None, name=None, axis=None,
     """
     if batch_dims != 0:
         raise NotImplementedError(f"gather supports batch_dims=0 only, got {batch_dims}")
+    if getattr(params, "_is_resource", False) and axis in (None, 0):
+        return params.sparse_read(indices, name=name)  # as TF: a ResourceGather
     graph = graph_of(params, indices, axis)
     with graph.as_default(), graph.name_scope(name or "GatherV2") as scope:
         p = convert_to_tensor(params, name="params", graph=graph)

@@ -75,7 +75,20 @@ class Variable(metaclass=CreatedThroughScopes):
       >>> v = Variable([1.0, 2.0], name="v")
       >>> v.name
       'v:0'
+
+    With `use_resource=True`, or by default after `enable_resource_variables()`,
+    it is a ResourceVariable (ops/resource_variable.py).
     """
+
+    _is_resource = False
+
+    def __new__(cls, *args, **kwargs):
+        kind = cls
+        if cls is Variable:
+            from nbcluster.ops.resource_variable import ResourceVariable, use_resource
+            if use_resource(kwargs.get("use_resource")):
+                kind = ResourceVariable
+        return super().__new__(kind)
 
     def __init__(self, initial_value=None, trainable: bool = True, collections=None,
                  validate_shape: bool = True, caching_device=None, name: Optional[str] = None,
@@ -107,6 +120,9 @@ class Variable(metaclass=CreatedThroughScopes):
                                                  {"T": value.dtype}, name="read").outputs[0]
         self._initial_value = value
         self._trainable = trainable
+        self._add_to_collections(graph, collections, trainable)
+
+    def _add_to_collections(self, graph, collections, trainable: bool) -> None:
         for key in collections or [GLOBAL_VARIABLES]:
             graph.add_to_collection(key, self)
         if trainable and TRAINABLE_VARIABLES not in (collections or []):
@@ -222,6 +238,8 @@ def count_up_to(ref, limit: int, name: Optional[str] = None) -> Tensor:
       >>> count_up_to(Variable(0, name="n"), 3).op.type
       'CountUpTo'
     """
+    if getattr(ref, "_is_resource", False):
+        return ref.count_up_to(limit)
     var = ref._as_graph_element() if hasattr(ref, "_as_graph_element") else ref
     with var.graph.colocate_with(var.op):
         return var.graph.create_op("CountUpTo", [var], {"T": var.dtype, "limit": int(limit)},
@@ -265,6 +283,8 @@ def local_variables_initializer():
 
 
 def is_variable_initialized(variable, name=None) -> Tensor:
+    if getattr(variable, "_is_resource", False):
+        return variable.is_initialized(name=name or "IsVariableInitialized")
     ref = variable._as_graph_element() if isinstance(variable, Variable) else variable
     graph = graph_of(ref)
     with graph.colocate_with(ref.op):
@@ -303,6 +323,9 @@ for _type in ("ScatterUpdate", "ScatterAdd", "ScatterSub"):
 
 def _scatter_fn(op_type: str, locking_default: bool):
     def fn(ref, indices, updates, use_locking=locking_default, name=None) -> Tensor:
+        if getattr(ref, "_is_resource", False):  # its Resource* twin, then a read
+            return ref._read_after(ref._scatter_rows("Resource" + op_type, indices,
+                                                     updates, name))
         ref = ref._as_graph_element() if isinstance(ref, Variable) else ref
         graph = graph_of(ref, indices, updates)
         with graph.as_default(), graph.colocate_with(ref.op), \

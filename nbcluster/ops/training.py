@@ -1,5 +1,6 @@
 """Fused optimizer update ops (TF's training_ops): ApplyGradientDescent, ApplyMomentum,
-ApplyAdagrad, ApplyAdam, and the sparse SparseApplyMomentum, SparseApplyAdagrad.
+ApplyAdagrad, ApplyAdam, and the sparse SparseApplyMomentum, SparseApplyAdagrad;
+each with its ResourceApply* twin for resource variables (handles, no output).
 
 Rule: each op takes its variable's reference (and its slots' references) as
 ref inputs, so the placer puts it with the variable, and updates them in place;
@@ -15,12 +16,13 @@ from __future__ import annotations
 from typing import Optional
 
 from nbcluster.framework import dtypes
-from nbcluster.framework.graph import graph_of
-from nbcluster.framework.tensor_shape import TensorShape
-from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.constant import convert_to_tensor
+from nbcluster.framework.graph import graph_of
+from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor, as_tensor_or_op
+from nbcluster.framework.tensor_shape import TensorShape
 from nbcluster.ops.math import FLOATS, check_dtype, to_tensor
+from nbcluster.ops.resource_variables import handle_op, handle_shape
 from nbcluster.ops.shape_inference import shape_error
 
 # op type -> (input names in TF's order, how many leading inputs are refs,
@@ -41,60 +43,79 @@ SIGNATURES = {
 SPARSE_INDICES = {"SparseApplyMomentum": 4, "SparseApplyAdagrad": 4}
 
 
-def _shape_fn(op_type: str):
+def _shape_fn(op_type: str, resource: bool = False):
     names, n_refs, grad_index, _ = SIGNATURES[op_type]
     indices_index = SPARSE_INDICES.get(op_type)
 
     def shape_fn(op):
-        var = op.inputs[0]
-        check_dtype(var.dtype, FLOATS, "var")
-        for i, (name, t) in enumerate(zip(names, op.inputs)):
+        facts = [_facts(op, t, resource and i < n_refs, name)
+                 for i, (name, t) in enumerate(zip(names, op.inputs))]
+        var_dtype, var_shape = facts[0]
+        check_dtype(var_dtype, FLOATS, "var")
+        for i, (name, (dtype, _), t) in enumerate(zip(names, facts, op.inputs)):
             if i == indices_index:
-                _check_indices(op, t, var)
-            elif t.dtype != var.dtype:
-                raise TypeError(f"Input '{name}' of '{op_type}' Op has type {t.dtype.name} "
-                                f"that does not match type {var.dtype.name} of argument "
+                _check_indices(op, t, var_shape)
+            elif dtype != var_dtype:
+                raise TypeError(f"Input '{name}' of '{op.type}' Op has type {dtype.name} "
+                                f"that does not match type {var_dtype.name} of argument "
                                 f"'var'.")
-        for i, (name, t) in enumerate(zip(names, op.inputs)):
+        for i, (name, (_, t_shape)) in enumerate(zip(names, facts)):
             if i == indices_index:
                 continue
             if i == grad_index and indices_index is not None:
-                _check_sparse_grad(op, t, op.inputs[indices_index], var)
+                _check_sparse_grad(op, t_shape, op.inputs[indices_index], var_shape)
             elif i < n_refs or i == grad_index:
-                if not var.shape.is_compatible_with(t.shape):
-                    raise shape_error(op, f"'{name}' has shape {t.shape}, but 'var' has "
-                                          f"shape {var.shape}; they must match")
-            elif t.shape.rank not in (None, 0):
-                raise shape_error(op, f"'{name}' must be a scalar, but has shape {t.shape}")
-        return [(var.dtype, var.shape)]
+                if not var_shape.is_compatible_with(t_shape):
+                    raise shape_error(op, f"'{name}' has shape {t_shape}, but 'var' has "
+                                          f"shape {var_shape}; they must match")
+            elif t_shape.rank not in (None, 0):
+                raise shape_error(op, f"'{name}' must be a scalar, but has shape {t_shape}")
+        return [] if resource else [(var_dtype, var_shape)]
     return shape_fn
 
 
-def _check_indices(op, indices: Tensor, var: Tensor) -> None:
+def _facts(op, t: Tensor, is_handle: bool, name: str) -> tuple:
+    """(dtype, shape) of an input; of the variable behind it for a handle."""
+    if not is_handle:
+        return t.dtype, t.shape
+    if t.dtype != dtypes.resource:
+        raise TypeError(f"Input '{name}' of '{op.type}' Op has type {t.dtype.name} that "
+                        f"does not match expected type of resource.")
+    var = handle_op(t)
+    return (var.get_attr("dtype") if var is not None else op.get_attr("T")), handle_shape(t)
+
+
+def _check_indices(op, indices: Tensor, var_shape: TensorShape) -> None:
     check_dtype(indices.dtype, (dtypes.int32, dtypes.int64), "indices")
     if indices.shape.rank not in (None, 1):
         raise shape_error(op, f"'indices' must be a vector, but has shape {indices.shape}")
-    if var.shape.rank == 0:
+    if var_shape.rank == 0:
         raise shape_error(op, "'var' must be at least 1 dimensional, but is a scalar")
 
 
-def _check_sparse_grad(op, grad: Tensor, indices: Tensor, var: Tensor) -> None:
-    if var.shape.rank is None or indices.shape.rank is None:
+def _check_sparse_grad(op, grad_shape: TensorShape, indices: Tensor,
+                       var_shape: TensorShape) -> None:
+    if var_shape.rank is None or indices.shape.rank is None:
         return
-    expected = TensorShape(indices.shape.dims + var.shape.dims[1:])
-    if not grad.shape.is_compatible_with(expected):
-        raise shape_error(op, f"'grad' has shape {grad.shape}, but indices.shape + "
+    expected = TensorShape(indices.shape.dims + var_shape.dims[1:])
+    if not grad_shape.is_compatible_with(expected):
+        raise shape_error(op, f"'grad' has shape {grad_shape}, but indices.shape + "
                               f"var.shape[1:] is {expected}; they must match")
 
 
 for _type, (_names, _refs, _, _) in SIGNATURES.items():
     register_op(_type, stateful=True, ref_inputs=tuple(range(_refs)),
                 ref_outputs=(0,))(_shape_fn(_type))
+    # TF's resource twin: handles instead of refs, no output.
+    register_op("Resource" + _type, stateful=True,
+                ref_inputs=tuple(range(_refs)))(_shape_fn(_type, resource=True))
 
 
 def _ref(value, what: str) -> Tensor:
-    """The reference tensor of a Variable (or a ref tensor as given)."""
-    ref = as_tensor_or_op(value)
+    """The reference tensor of a Variable, a resource variable's handle (or a
+    ref or handle tensor as given)."""
+    handle = getattr(value, "handle", None) if getattr(value, "_is_resource", False) else None
+    ref = handle if handle is not None else as_tensor_or_op(value)
     if not isinstance(ref, Tensor):
         raise TypeError(f"'{what}' must be a tf.Variable or its reference tensor, got "
                         f"{value!r}")
@@ -113,20 +134,25 @@ def apply_training_op(op_type: str, values: list, use_locking: bool = False,
       use_locking: hold the variables' locks for the whole update.
       name: the op's name (default: `op_type`).
       **attrs: the op's extra bool attrs (use_nesterov, update_slots).
-    Returns: the updated variable's reference tensor.
+    Returns: the updated variable's reference tensor; for resource variables
+      (handles) the ResourceApply* op, which has no output.
     Raises:
       TypeError: a ref input is not a variable, or dtypes disagree.
       ValueError: shapes disagree, or an unknown attr is given.
     """
     names, n_refs, _, defaults = SIGNATURES[op_type]
+    indices_index = SPARSE_INDICES.get(op_type)
     unknown = set(attrs) - set(defaults) - {"Tindices"}
     if unknown:
         raise ValueError(f"{op_type} has no attr named {sorted(unknown)}")
     refs = [_ref(v, n) for v, n in zip(values[:n_refs], names)]
     graph = graph_of(refs[0])
     dtype = refs[0].dtype
+    if dtype == dtypes.resource:  # resource variables: TF's ResourceApply* twin
+        op_type = "Resource" + op_type
+        var = handle_op(refs[0])
+        dtype = values[0].dtype if var is None else var.get_attr("dtype")
     with graph.as_default(), graph.colocate_with(refs[0].op):
-        indices_index = SPARSE_INDICES.get(op_type)
         rest = [convert_to_tensor(v, name=n, graph=graph) if i == indices_index
                 else to_tensor(v, dtype, n, graph)
                 for i, (v, n) in enumerate(zip(values, names)) if i >= n_refs]
@@ -134,7 +160,8 @@ def apply_training_op(op_type: str, values: list, use_locking: bool = False,
             attrs = {**attrs, "Tindices": rest[indices_index - n_refs].dtype}
         full = {"T": dtype, "use_locking": bool(use_locking), **defaults,
                 **{k: v if k == "Tindices" else bool(v) for k, v in attrs.items()}}
-        return graph.create_op(op_type, refs + rest, full, name=name or op_type).outputs[0]
+        op = graph.create_op(op_type, refs + rest, full, name=name or op_type)
+        return op.outputs[0] if op.outputs else op
 
 
 def apply_gradient_descent(var, alpha, delta, use_locking: bool = False,

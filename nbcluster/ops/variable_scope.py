@@ -37,9 +37,10 @@ class VariableScope:
     """
 
     def __init__(self, reuse, name: str = "", initializer=None, dtype=dtypes.float32,
-                 name_scope: str = "", partitioner=None) -> None:
+                 name_scope: str = "", partitioner=None, use_resource=None) -> None:
         self.name, self.reuse, self.initializer = name, reuse, initializer
         self.partitioner = partitioner
+        self.use_resource = use_resource  # None: the process default (resource_variable.py)
         self.dtype = dtypes.as_dtype(dtype)
         self.original_name_scope = name_scope
 
@@ -48,6 +49,9 @@ class VariableScope:
 
     def set_initializer(self, initializer) -> None:
         self.initializer = initializer
+
+    def set_use_resource(self, use_resource) -> None:
+        self.use_resource = use_resource
 
     def get_variable(self, name: str, **kwargs) -> Variable:
         with _entered(self):
@@ -109,13 +113,15 @@ def variable_scope(name_or_scope=None, default_name: Optional[str] = None, value
       initializer, dtype, partitioner: defaults for the variables created inside.
       reuse: True (only existing variables), AUTO_REUSE, or None to inherit;
         a scope inside a reusing scope reuses too.
+      use_resource: True makes the variables created inside ResourceVariables,
+        False ref variables; None inherits (at the top: the process default).
     Yields:
       The VariableScope.
     Raises:
       ValueError: neither a name nor a default name, or a bad `reuse`.
       NotImplementedError: a custom getter (not supported).
     """
-    del values, regularizer, caching_device, use_resource, constraint
+    del values, regularizer, caching_device, constraint
     if custom_getter is not None:
         raise NotImplementedError(f"variable_scope does not support custom getters (got "
                                   f"custom_getter={custom_getter!r})")
@@ -144,7 +150,9 @@ def variable_scope(name_or_scope=None, default_name: Optional[str] = None, value
     scope = VariableScope(reuse, full, initializer if initializer is not None
                           else base.initializer, dtype if dtype is not None else base.dtype,
                           partitioner=partitioner if partitioner is not None
-                          else base.partitioner)
+                          else base.partitioner,
+                          use_resource=use_resource if use_resource is not None
+                          else base.use_resource)
     if not auxiliary_name_scope:
         scope.original_name_scope = name_scope or parent.original_name_scope
         with _entered(scope):
@@ -169,6 +177,8 @@ def get_variable(name: str, shape=None, dtype=None, initializer=None, regularize
       initializer: an initializer object or class, or a Tensor or value
         (then the variable has its dtype); default: the scope's, else Glorot
         uniform for floats and zeros for integers and bools.
+      use_resource: a ResourceVariable (True) or a ref one (False); default:
+        the scope's, else the process default.
     Returns:
       A Variable.
     Raises:
@@ -197,9 +207,11 @@ def get_variable(name: str, shape=None, dtype=None, initializer=None, regularize
     initializer = as_initializer(
         initializer if initializer is not None else scope.initializer, dtype)
     partitioner = partitioner if partitioner is not None else scope.partitioner
+    use_resource = use_resource if use_resource is not None else scope.use_resource
     if partitioner is not None:
         variable = _partitioned(full, shape, dtype, initializer, partitioner,
-                                True if trainable is None else trainable, collections)
+                                True if trainable is None else trainable, collections,
+                                use_resource)
         state.variables[full] = variable
         return variable
     initial = _initial_value(full, shape, dtype, initializer)
@@ -213,13 +225,14 @@ def get_variable(name: str, shape=None, dtype=None, initializer=None, regularize
     from_value = not callable(initial)  # then, as TF, the value's own dtype
     variable = Variable(initial, trainable=True if trainable is None else trainable,
                         collections=collections, validate_shape=validate_shape,
-                        name=full + "/", dtype=None if from_value else dtype, shape=shape)
+                        name=full + "/", dtype=None if from_value else dtype, shape=shape,
+                        use_resource=use_resource)
     state.variables[full] = variable
     return variable
 
 
 def _partitioned(full: str, shape, dtype, initializer, partitioner, trainable: bool,
-                 collections):
+                 collections, use_resource=None):
     """The shards of a new partitioned variable `full` (partitioned_variables.py)."""
     if shape is None or not TensorShape(shape).is_fully_defined():
         raise ValueError(f"A partitioned variable ({full}) needs a fully defined shape, not "
@@ -234,7 +247,7 @@ def _partitioned(full: str, shape, dtype, initializer, partitioner, trainable: b
     def make(name: str, shard_shape: list, info):
         return Variable(lambda: initializer(shard_shape, dtype=dtype, partition_info=info),
                         trainable=trainable, collections=collections, name=name + "/",
-                        dtype=dtype, shape=shard_shape)
+                        dtype=dtype, shape=shard_shape, use_resource=use_resource)
     return create_partitioned(full, shape, dtype, partitions, make)
 
 

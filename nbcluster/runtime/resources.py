@@ -85,6 +85,16 @@ class ResourceMgr:
                             f"not a {kind.__name__}")
         return found
 
+    def delete(self, resource: object) -> bool:
+        """Drops `resource` (found by identity, as a handle names it); whether it was here."""
+        with self._lock:
+            for entries in self._containers.values():
+                for name, found in entries.items():
+                    if found is resource:
+                        del entries[name]
+                        return True
+        return False
+
     def lookup(self, container: str, name: str) -> Optional[object]:
         with self._lock:
             return self._containers.get(container, {}).get(name)

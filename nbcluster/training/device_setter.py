@@ -74,7 +74,7 @@ def byte_size_load_fn(op) -> int:
     """
     if len(op.outputs) > 1:
         raise ValueError(f"Op {op.name} must have a single output")
-    if op.outputs:
+    if op.outputs and op.type != "VarHandleOp":  # a handle's size is its variable's
         dtype, shape = op.outputs[0].dtype, op.outputs[0].shape
         if not shape.is_fully_defined():
             shape = TensorShape(op.get_attr("shape"))

@@ -95,7 +95,7 @@ class Optimizer:
             if not isinstance(v, Variable):
                 raise TypeError(f"Variable must be a tf.Variable: {v!r}")
         _check_dtypes(var_list, "variable")
-        grads = gradients(loss, [v._as_graph_element() for v in var_list], grad_ys=grad_loss,
+        grads = gradients(loss, var_list, grad_ys=grad_loss,
                           gate_gradients=(gate_gradients == self.GATE_OP),
                           aggregation_method=aggregation_method,
                           colocate_gradients_with_ops=colocate_gradients_with_ops)
@@ -157,7 +157,8 @@ class Optimizer:
                 else:
                     with graph.control_dependencies([self._finish(update_ops, "update")]), \
                             graph.colocate_with(global_step.op):
-                        train_op = _as_op(global_step.assign_add(1, name=scope))
+                        train_op = _as_op(global_step.assign_add(1, name=scope,
+                                                                 read_value=False))
         if train_op not in graph.get_collection(TRAIN_OP):
             graph.add_to_collection(TRAIN_OP, train_op)
         return train_op
@@ -223,7 +224,8 @@ class Optimizer:
                     graph.control_dependencies(None), \
                     graph.colocate_with(colocate_with.op, ignore_existing=True):
                 self._non_slots[key] = Variable(initial_value, trainable=False, name=name,
-                                                collections=[GLOBAL_VARIABLES])
+                                                collections=[GLOBAL_VARIABLES],
+                                                use_resource=colocate_with._is_resource)
         return self._non_slots[key]
 
     def _get_non_slot_variable(self, name: str, graph=None) -> Optional[Variable]:

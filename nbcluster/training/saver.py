@@ -178,9 +178,12 @@ class Saver:
                                                [""] * len(batch),
                                                [v.dtype for v in batch.values()])
                 for (key, var), value in zip(batch.items(), values):
-                    out = assign(var, value)
-                    assigned[out.op.name] = key
-                    assigns.append(out.op)
+                    # The assign op itself (a resource variable's AssignVariableOp),
+                    # which a failed restore names.
+                    out = var.assign(value, read_value=False) if isinstance(var, Variable) \
+                        else assign(var, value).op
+                    assigned[out.name] = key
+                    assigns.append(out)
                 if self._restore_sequentially:
                     previous = assigns[-len(batch):]
         return group(*assigns, name="restore_all"), assigned

@@ -32,8 +32,10 @@ def create_slot(primary: Variable, val, name: str) -> Variable:
       name: the slot variable's name below the primary's ("Momentum").
     Returns: the slot Variable.
     """
+    # A resource variable's slots are resource ones too: its ResourceApply* takes handles.
     return _in_root_scope(primary, lambda: Variable(
-        val, trainable=False, name=f"{primary.op.name}/{name}"))
+        val, trainable=False, name=f"{primary.op.name}/{name}",
+        use_resource=primary._is_resource))
 
 
 def create_slot_with_initializer(primary: Variable, initializer: Callable, shape, dtype,

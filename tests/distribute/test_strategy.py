@@ -33,6 +33,17 @@ def test_variables_go_to_ps_tasks_round_robin(fresh_graph):
     assert strategy.graph is fresh_graph
 
 
+def test_variables_made_in_scope_are_resource_variables_as_tf2s(fresh_graph):
+    strategy = make()
+    with strategy.scope():
+        v = tf.Variable(np.zeros(2, np.float32), name="v")
+        step = tf.train.get_or_create_global_step()
+    outside = tf.Variable(1.0)
+    assert v.op.type == "VarHandleOp" and step.op.type == "VarHandleOp"
+    assert v.initializer.type == "AssignVariableOp" and v.initializer.device == v.device
+    assert outside.op.type == "VariableV2"  # only the scope makes them by default
+
+
 def test_a_pinned_variable_stays_where_it_was_put():
     strategy = make()
     with strategy.scope():
