@@ -61,3 +61,14 @@ def test_partial_runs_are_unimplemented_naming_the_method(tf_client_run):
 
 def test_reset_clears_the_variables_a_tf_client_made(tf_client_run):
     assert tf_client_run["after_reset"] == "FailedPreconditionError"
+
+
+def test_a_tf2_style_client_with_resource_variables_trains_as_tf_does(tasks):
+    """TF2's graph-mode defaults: VarHandleOp / ReadVariableOp / ResourceApply* on the ps."""
+    spec = tasks.cluster({"ps": ["nbcluster"], "worker": ["nbcluster"]})
+    result = run_program("tf_client.py", f"grpc://{spec['worker'][0]}", json.dumps(spec),
+                         "resource")
+    np.testing.assert_allclose(result["losses"], result["reference_losses"], rtol=2e-5)
+    assert "ReadVariableOp" in result["step_stats_nodes"]
+    assert result["callable"] == [[2.0, 4.0, 6.0], 4.0]
+    assert result["after_reset"] == "FailedPreconditionError"

@@ -1,5 +1,5 @@
 """A TensorFlow 1.x client program (real TensorFlow) run against a cluster
-given as argv: `tf_client.py TARGET SPEC_JSON`. It trains a small MLP with
+given as argv: `tf_client.py TARGET SPEC_JSON [resource]`. It trains a small MLP with
 TF's own losses and optimizers there and, for reference, in a local TF
 session; then checks large fetches and feeds, make_callable, step stats,
 errors, partial runs and Reset. Prints one JSON object."""
@@ -10,9 +10,11 @@ import numpy as np
 import tensorflow as tf
 
 tf1 = tf.compat.v1
-tf1.disable_v2_behavior()  # TF1 programs: graph mode, ref variables
-
 target, spec = sys.argv[1], json.loads(sys.argv[2])
+if sys.argv[3:] == ["resource"]:
+    tf1.disable_eager_execution()  # TF2's defaults otherwise: resource variables
+else:
+    tf1.disable_v2_behavior()  # TF1 programs: graph mode, ref variables
 rng = np.random.default_rng(7)
 X = rng.standard_normal((32, 20)).astype(np.float32)
 Y = rng.integers(0, 5, 32)
