@@ -29,14 +29,19 @@ COLUMNS = ("task", "state", "address", "pid", "uptime", "CPU", "memory", "device
            "sessions", "steps", "sent", "received", "last error")
 
 
-def format_devices(names: tuple, memory: tuple = ()) -> str:
-    """'CPU:0, GPU:0 (80 GiB)' from full device names and their bytes. A CPU device's
-    limit is the host's memory, not the task's (that is the memory column), so only
-    the other devices show theirs."""
+def format_devices(names: tuple, memory: tuple = (), gpu_memory: tuple = ()) -> str:
+    """'CPU:0, GPU:0 (1.5 GiB of 80 GiB)' from full device names, their bytes and the
+    GPUs' memory in use (TaskStatus.gpu_memory). A CPU device's limit is the host's
+    memory, not the task's (that is the memory column), so only the other devices
+    show theirs."""
+    in_use = {entry[0]: entry[1] for entry in gpu_memory}
     parts = []
     for i, name in enumerate(names):
         short = name.rsplit("/device:", 1)[-1]
         limit = memory[i] if i < len(memory) else 0
+        if name in in_use:
+            parts.append(f"{short} ({format_bytes(in_use[name])} of {format_bytes(limit)})")
+            continue
         shown = limit and not short.upper().startswith("CPU")
         parts.append(f"{short} ({format_bytes(limit)})" if shown else short)
     return ", ".join(parts)
@@ -124,7 +129,7 @@ def row_of(status, exit_code: Optional[int] = None, cluster_stopped: bool = Fals
         format_uptime(status.uptime_s) if state == "up" else "",
         counter(format_cpu(status.cpu_percent)),
         counter(format_bytes(status.rss_bytes) if status.rss_bytes else ""),
-        format_devices(status.devices, status.device_memory),
+        format_devices(status.devices, status.device_memory, status.gpu_memory),
         counter(str(status.active_sessions)), counter(str(status.steps_run)),
         counter(format_bytes(status.bytes_sent)), counter(format_bytes(status.bytes_received)),
         error, *(trends if answered else ((), ())))

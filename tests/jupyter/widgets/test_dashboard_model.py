@@ -32,6 +32,12 @@ def test_devices_show_their_memory_but_the_host_memory_of_a_cpu_is_not_shown():
     assert format_devices((CPU,)) == "CPU:0"
 
 
+def test_a_gpu_shows_the_memory_its_task_uses_of_its_size():
+    gpu_memory = ((GPU, 3 * GIB // 2, 2 * GIB, 10 * GIB, 80 * GIB),)
+    assert format_devices((CPU, GPU), (24 * GIB, 80 * GIB), gpu_memory) == \
+        "CPU:0, GPU:0 (1.5 GiB of 80 GiB)"
+
+
 @pytest.mark.parametrize("seconds, text", [
     (None, ""), (0.0, "<1m"), (59.9, "<1m"), (60, "1m"), (3599, "59m"), (3600 + 5 * 60, "1h05m"),
     (2 * 86400 + 4 * 3600 + 59, "2d04h")])
