@@ -99,11 +99,23 @@ def _owner(record: dict, record_id: str) -> dict:
                             f"cluster.restart('JOB', INDEX) on its Cluster)"}
 
 
-def clusters(timeout: float = STATUS_DEADLINE_S) -> list:
+def _notebook_path(path, root) -> str | None:
+    """A kernel's JPY_SESSION_NAME as JupyterLab names the notebook: relative to the
+    server's root (`root`) when it lies under it."""
+    if not path or not root or not pathlib.PurePath(path).is_absolute():
+        return path or None
+    try:
+        return pathlib.Path(path).resolve().relative_to(pathlib.Path(root).resolve()).as_posix()
+    except ValueError:  # relative already, or outside the root
+        return path
+
+
+def clusters(timeout: float = STATUS_DEADLINE_S, root: str | None = None) -> list:
     """The running clusters (their records) with each task's live state, oldest first.
 
     Args:
       timeout: each GetStatus call's deadline, in seconds (all asked at once).
+      root: the Jupyter server's root dir, for the owner notebooks' paths.
     Returns:
       A list of dicts, the layout above.
     """
@@ -126,6 +138,7 @@ def clusters(timeout: float = STATUS_DEADLINE_S) -> list:
     out = []
     for i, record in enumerate(found):
         record_id = pathlib.Path(record["path"]).stem
+        record["notebook"] = _notebook_path(record.get("notebook"), root)
         tasks = [_task_view(task, answers.get((i, j)))
                  for j, task in enumerate(record.get("tasks", []))]
         _mark_pending(record, tasks)
@@ -136,13 +149,13 @@ def clusters(timeout: float = STATUS_DEADLINE_S) -> list:
     return out
 
 
-def cluster(record_id: str, timeout: float = STATUS_DEADLINE_S) -> dict:
+def cluster(record_id: str, timeout: float = STATUS_DEADLINE_S, root: str | None = None) -> dict:
     """One running cluster, as `clusters()` lists it.
 
     Raises:
       KeyError: no running cluster `record_id`.
     """
-    for entry in clusters(timeout):
+    for entry in clusters(timeout, root):
         if entry["id"] == record_id:
             return entry
     raise KeyError(record_id)

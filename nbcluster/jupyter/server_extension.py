@@ -40,6 +40,10 @@ AUTH_RESOURCE = "nbcluster"
 class _Handler(APIHandler):
     auth_resource = AUTH_RESOURCE
 
+    @property
+    def root(self):
+        return self.settings.get("server_root_dir")
+
     async def blocking(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
@@ -56,7 +60,7 @@ class ClustersHandler(_Handler):
     @tornado.web.authenticated
     @authorized
     async def get(self) -> None:
-        self.answer(200, await self.blocking(clusters))
+        self.answer(200, await self.blocking(clusters, STATUS_DEADLINE_S, self.root))
 
     @tornado.web.authenticated
     @authorized("execute")
@@ -67,10 +71,10 @@ class ClustersHandler(_Handler):
         except ValueError as e:  # FormError, or not JSON at all
             self.answer(400, {"message": f"Bad new-cluster form: {e}"})
             return
-        self.answer(*await self.blocking(_start, form))
+        self.answer(*await self.blocking(_start, form, self.root))
 
 
-def _start(form: dict) -> tuple:
+def _start(form: dict, root=None) -> tuple:
     from nbcluster.jupyter import lab_clusters, lab_launch
     from nbcluster.launch import LaunchError
     try:
@@ -79,7 +83,7 @@ def _start(form: dict) -> tuple:
         return 500, {"message": f"The cluster did not start: {e}"}
     except (TypeError, ValueError) as e:
         return 400, {"message": f"Bad new-cluster form: {e}"}
-    return 201, lab_clusters.cluster(record_id)
+    return 201, lab_clusters.cluster(record_id, root=root)
 
 
 class ClusterHandler(_Handler):
@@ -90,7 +94,8 @@ class ClusterHandler(_Handler):
     async def get(self, record_id: str) -> None:
         from nbcluster.jupyter import lab_clusters
         try:
-            self.answer(200, await self.blocking(lab_clusters.cluster, record_id))
+            self.answer(200, await self.blocking(lab_clusters.cluster, record_id,
+                                                 STATUS_DEADLINE_S, self.root))
         except KeyError:
             self.answer(404, {"message": f"No running cluster {record_id!r}"})
 

@@ -123,7 +123,9 @@ def test_bad_forms_over_http_are_json_400s_and_start_nothing(same_runtime):
 
 
 def test_a_kernels_cluster_shows_its_owner_and_why_a_task_failed(same_runtime, monkeypatch):
-    monkeypatch.setenv("JPY_SESSION_NAME", "work/train.ipynb")  # as jupyter-server sets it
+    # jupyter-server gives its kernels the notebook's path; the sidebar names it from the root
+    root = same_runtime["runtime"].parent  # the server's root_dir
+    monkeypatch.setenv("JPY_SESSION_NAME", str(root / "work" / "train.ipynb"))
     with Cluster.local(ps=0, worker=2, name="theirs") as cluster:
         [entry] = _get(same_runtime)
         assert entry["notebook"] == "work/train.ipynb" and entry["owner"] == "kernel"
