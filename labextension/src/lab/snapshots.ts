@@ -22,8 +22,9 @@ function frozen(node: Element | null, marker: any, fallback: string): string {
   const copy = part.cloneNode(true) as HTMLElement;
   copy.querySelectorAll('input, select, button, textarea').forEach(c => c.remove());
   if (marker.owns_tasks) {
-    copy.querySelectorAll('tr.nbc-task').forEach(row => {
+    copy.querySelectorAll<HTMLElement>('tr.nbc-task').forEach(row => {
       row.className = 'nbc-task nbc-state-stopped';
+      row.style.borderLeft = '4px solid #57606a';
       const state = row.querySelector('td.nbc-state');
       if (state) {
         state.innerHTML = "<span style='color:#57606a;font-weight:bold'>&#9679; stopped</span>";
