@@ -24,7 +24,8 @@ from __future__ import annotations
 import pathlib
 import re
 
-__all__ = ["STATUS_DEADLINE_S", "clusters", "cluster", "connect_code", "task_log"]
+__all__ = ["STATUS_DEADLINE_S", "clusters", "cluster", "connect_code", "notebook_path",
+           "owner", "task_log"]
 
 STATUS_DEADLINE_S = 1.0  # the sidebar polls every 2 s: an answer must come well within
 LOG_LINES = 200
@@ -87,7 +88,7 @@ def _summary(tasks: list) -> dict:
             "gpu_bytes_in_use": sum(g["bytes_in_use"] for t in up for g in t["gpu_memory"])}
 
 
-def _owner(record: dict, record_id: str) -> dict:
+def owner(record: dict, record_id: str) -> dict:
     from nbcluster.jupyter import lab_launch
     if lab_launch.owned(record_id) is not None:
         return {"owner": "server", "can_restart": True, "restart_hint": ""}
@@ -99,7 +100,7 @@ def _owner(record: dict, record_id: str) -> dict:
                             f"cluster.restart('JOB', INDEX) on its Cluster)"}
 
 
-def _notebook_path(path, root) -> str | None:
+def notebook_path(path, root) -> str | None:
     """A kernel's JPY_SESSION_NAME as JupyterLab names the notebook: relative to the
     server's root (`root`) when it lies under it."""
     if not path or not root or not pathlib.PurePath(path).is_absolute():
@@ -138,14 +139,14 @@ def clusters(timeout: float = STATUS_DEADLINE_S, root: str | None = None) -> lis
     out = []
     for i, record in enumerate(found):
         record_id = pathlib.Path(record["path"]).stem
-        record["notebook"] = _notebook_path(record.get("notebook"), root)
+        record["notebook"] = notebook_path(record.get("notebook"), root)
         tasks = [_task_view(task, answers.get((i, j)))
                  for j, task in enumerate(record.get("tasks", []))]
         _mark_pending(record, tasks)
         out.append({"id": record_id} |
                    {key: record.get(key) for key in ("name", "owner_pid", "started", "launcher",
                                                      "notebook")}
-                   | _owner(record, record_id) | {"summary": _summary(tasks), "tasks": tasks})
+                   | owner(record, record_id) | {"summary": _summary(tasks), "tasks": tasks})
     return out
 
 

@@ -144,7 +144,7 @@ class ConnectCodeHandler(_Handler):
             self.answer(404, {"message": f"No running cluster {record_id!r}"})
 
 
-def restart(record_id: str, job: str, index: int) -> tuple:
+def restart(record_id: str, job: str, index: int, root=None) -> tuple:
     """(HTTP status, answer) for restarting task /job:`job`/task:`index` of `record_id`."""
     from nbcluster.jupyter import lab_clusters, lab_launch
     from nbcluster.launch import LaunchError, record_stop
@@ -154,9 +154,12 @@ def restart(record_id: str, job: str, index: int) -> tuple:
             record = record_stop.find(record_id)
         except KeyError:
             return 404, {"message": f"No running cluster {record_id!r}"}
-        hint = lab_clusters._owner(record, record_id)["restart_hint"]
+        record["notebook"] = lab_clusters.notebook_path(record.get("notebook"), root)
+        hint = lab_clusters.owner(record, record_id)["restart_hint"]
+        hint = hint.replace("JOB:INDEX", f"{job}:{index}").replace("'JOB', INDEX",
+                                                                   f"{job!r}, {index}")
         return 409, {"message": f"Cannot restart {name} of {record.get('name')!r} from "
-                                f"JupyterLab. {hint.replace('JOB:INDEX', f'{job}:{index}')}"}
+                                f"JupyterLab. {hint}"}
     try:
         return 200, {"task": name, "target": lab_launch.restart(record_id, job, index)}
     except KeyError:
@@ -173,7 +176,7 @@ class TaskRestartHandler(_Handler):
     @tornado.web.authenticated
     @authorized("execute")
     async def post(self, record_id: str, job: str, index: str) -> None:
-        self.answer(*await self.blocking(restart, record_id, job, int(index)))
+        self.answer(*await self.blocking(restart, record_id, job, int(index), self.root))
 
 
 class TaskLogHandler(_Handler):

@@ -135,7 +135,8 @@ def test_a_kernels_cluster_shows_its_owner_and_why_a_task_failed(same_runtime, m
         status, answer = _call(same_runtime, f"{base}/tasks/worker/1/restart")
         assert status == 409
         assert "%tfserver restart theirs worker:1" in answer["message"]
-        assert "work/train.ipynb" in answer["message"]
+        assert "the kernel of work/train.ipynb" in answer["message"]
+        assert "cluster.restart('worker', 1)" in answer["message"]
         cluster.kill("worker", 1)
         cluster.exit_code("worker", 1)  # the owner notes the exit in the log
         gone = _tasks(_get(same_runtime)[0])["worker", 1]

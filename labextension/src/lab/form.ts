@@ -9,7 +9,7 @@ function field(label: string, input: HTMLElement): HTMLElement {
 }
 
 function input(className: string, value = '', placeholder = ''): HTMLInputElement {
-  const node = el('input', `nbc-form-input jp-mod-styled ${className}`) as HTMLInputElement;
+  const node = el('input', `nbc-form-input ${className}`) as HTMLInputElement;
   node.value = value;
   node.placeholder = placeholder;
   return node;
@@ -19,7 +19,7 @@ function input(className: string, value = '', placeholder = ''): HTMLInputElemen
 export class NewClusterForm {
   readonly node = el('form', 'nbc-new-cluster');
   private readonly _name = input('nbc-form-name', '', 'optional: cluster-N');
-  private readonly _launcher = el('select', 'nbc-form-launcher jp-mod-styled') as HTMLSelectElement;
+  private readonly _launcher = el('select', 'nbc-form-launcher') as HTMLSelectElement;
   private readonly _jobs = el('div', 'nbc-form-jobs');
   private readonly _hosts = input('nbc-form-hosts', '', 'node1, node2');
   private readonly _user = input('nbc-form-user', '', 'optional');
@@ -35,7 +35,7 @@ export class NewClusterForm {
     for (const kind of ['local', 'ssh', 'slurm']) {
       const option = document.createElement('option');
       option.value = kind;
-      option.textContent = { local: 'local (this machine)', ssh: 'SSH hosts', slurm: 'Slurm' }[kind]!;
+      option.textContent = { local: 'local', ssh: 'SSH', slurm: 'Slurm' }[kind]!;
       this._launcher.append(option);
     }
     this._launcher.onchange = () => this.showLauncher();

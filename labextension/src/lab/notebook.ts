@@ -3,7 +3,7 @@
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import { NotebookActions, INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
-import { Widget } from '@lumino/widgets';
+import { Panel, Widget } from '@lumino/widgets';
 
 import { call, clusterPath, el, IClusterInfo } from './api';
 import { openPanel } from './panels';
@@ -56,23 +56,23 @@ export function openTimeline(app: JupyterFrontEnd, tracker: INotebookTracker,
   const output = panel ? lastWidgetOutput(panel, 'Timeline') : null;
   openPanel(app, `nbc-timeline-${cluster.id.replace(/[^A-Za-z0-9_-]/g, '_')}`,
             `Timeline: ${cluster.name}`, () => {
-    const box = new Widget();
+    const box = new Panel();
     box.addClass('nbc-timeline-panel');
     if (!panel || !output) {
       // the steps' timings live in the kernel that ran them (RunMetadata), not in the tasks
-      box.node.append(el('div', 'nbc-timeline-missing',
+      box.addWidget(new Widget({ node: el('div', 'nbc-timeline-missing',
         `No live Timeline in ${panel ? panel.context.path : 'an open notebook'}. A timeline is ` +
         'the step stats of a run in that kernel: run sess.run(..., options=tf.RunOptions(' +
         'trace_level=tf.RunOptions.FULL_TRACE), run_metadata=meta) and display ' +
-        'nbcluster.jupyter.widgets.Timeline(meta) there, then open this panel again.'));
+        'nbcluster.jupyter.widgets.Timeline(meta) there, then open this panel again.') }));
       return box;
     }
     const model = new OutputAreaModel({ trusted: true });
     model.add(output);
     const area = new OutputArea({ model, rendermime: panel.content.rendermime });
-    box.node.append(el('div', 'nbc-timeline-source', `Timeline shown in ${panel.context.path}`));
-    Widget.attach(area, box.node);
-    box.disposed.connect(() => area.dispose());
+    box.addWidget(new Widget({ node: el('div', 'nbc-timeline-source',
+                                        `Timeline shown in ${panel.context.path}`) }));
+    box.addWidget(area); // disposed with the panel
     return box;
   });
 }

@@ -91,7 +91,17 @@ export class DashboardPanel extends Widget {
                         `Cluster ${this.clusterName} has ended: it is no longer running ` +
                         `(stopped, or its owner process exited). The table below is its last state.`);
         this.node.prepend(note);
-        this.node.querySelectorAll('.nbc-state').forEach(c => (c.textContent = 'ended'));
+        this.node.querySelectorAll('tr.nbc-task').forEach(row => {
+          row.className = 'nbc-task nbc-state-ended';
+          const state = row.querySelector('.nbc-state');
+          if (state) {
+            state.textContent = 'ended';
+          }
+        });
+        const head = this.node.querySelector('.nbc-dashboard-head span');
+        if (head) {
+          head.textContent = ' · ended; the figures are the last ones seen';
+        }
         return;
       }
       this.node.replaceChildren(el('div', 'nbc-sidebar-error', String((err as Error).message)));

@@ -174,6 +174,18 @@ export class ClusterSidebar extends Widget {
     }
   }
 
+  private openTimeline(cluster: IClusterInfo): void {
+    if (!this._app || !this._notebooks) {
+      this.say(cluster, 'No notebook tracker in this JupyterLab: no Timeline to show');
+      return;
+    }
+    try {
+      openTimeline(this._app, this._notebooks, cluster);
+    } catch (err) {
+      this.say(cluster, `Opening the Timeline failed: ${(err as Error).message}`);
+    }
+  }
+
   private openLog(cluster: IClusterInfo, task: ITaskInfo): void {
     if (this._app) {
       openPanel(this._app, logId(cluster.id, task), `Log: ${cluster.name} ${task.job}:${task.index}`,
@@ -207,7 +219,7 @@ export class ClusterSidebar extends Widget {
       button('Dashboard', 'nbc-sidebar-dashboard', 'Open the live table as a tab',
              () => this.openDashboard(cluster)),
       button('Timeline', 'nbc-sidebar-timeline', "Open the owner notebook's Timeline as a tab",
-             () => this._app && this._notebooks && openTimeline(this._app, this._notebooks, cluster)),
+             () => this.openTimeline(cluster)),
       button('Insert connect code', 'nbc-sidebar-insert',
              'Add a cell that connects to this cluster to the active notebook',
              () => void this.insertCode(cluster)));
