@@ -176,6 +176,13 @@ def check_coordinator_fault_tolerance(nb) -> None:
     assert "finished 400 of 400 steps" in out
     assert "final loss lower than the first: True" in out
     assert _widget_text(nb, "Cluster 'cluster-")  # the live dashboard was displayed
+    # closed at the end, the dashboard's snapshot still shows the kill and the recovery
+    [closed] = [d["text/plain"] for d in _rich(nb) if WIDGET not in d and
+                "snapshot: closed at" in d.get("text/plain", "")]
+    changes = closed.split("  changes:\n", 1)[1].splitlines()
+    worker_1 = [line.split(" UTC ", 1)[1] for line in changes if "/job:worker/task:1:" in line]
+    assert worker_1[0] == "/job:worker/task:1: up → failed (killed by SIGKILL)", changes
+    assert worker_1[-1].endswith("→ up"), changes
     for bar in _widget_text(nb, "scheduled functions "):  # shown when join took > 0.5 s
         assert bar.startswith("scheduled functions 400/400 done"), bar
 

@@ -23,6 +23,7 @@ from nbcluster.jupyter.widgets.dashboard_usage import (UsageHistory, format_cpu,
 from nbcluster.jupyter.widgets.units import format_bytes
 
 RUNNING = ("up", "starting", "pending")  # states of a task that is (or will be) there
+EVENTS = 8  # state changes kept under the table
 STATE_COLORS = {"up": "#1a7f37", "starting": "#bf8700", "down": "#cf222e",
                 "failed": "#cf222e", "stopped": "#57606a", "pending": "#bf8700"}
 COLUMNS = ("task", "state", "address", "pid", "uptime", "CPU", "memory", "devices",
@@ -148,6 +149,9 @@ class DashboardModel:
         self.version = 0  # bumped by every update that changed what is shown
         self.stopped = False
         self.usage = UsageHistory()
+        # (unix time, task name, old state, new state, why): what a glance at the table
+        # misses, so a kill and its recovery stay visible after Run All
+        self.events: tuple = ()
         self._lock = threading.Lock()  # the poller thread and the kernel both update
 
     def update(self, statuses: list, exit_codes: Optional[dict] = None,
@@ -170,9 +174,17 @@ class DashboardModel:
                                 self.usage.trends((s.job, s.index))) for s in ordered)
             changed = rows != self.rows or cluster_stopped != self.stopped
             if changed:
+                self._note_changes(rows)
                 self.rows, self.stopped = rows, cluster_stopped
                 self.version += 1
         return changed
+
+    def _note_changes(self, rows: tuple) -> None:
+        before = {(r.job, r.index): r.state for r in self.rows}
+        stamp = time.time()
+        new = tuple((stamp, r.name, before[r.job, r.index], r.state, r.error) for r in rows
+                    if (r.job, r.index) in before and before[r.job, r.index] != r.state)
+        self.events = (self.events + new)[-EVENTS:]
 
     def state(self, job: str, index: int) -> str:
         """The shown state of task /job:`job`/task:`index`.
@@ -212,7 +224,21 @@ class DashboardModel:
             else ""
         return (f"<div class='nbc-dashboard-table'><b>{html.escape(self.heading(rows))}</b>"
                 f"{note}<table style='border-collapse:collapse;font-size:12px'><thead><tr>"
-                f"{head}</tr></thead><tbody>{body}</tbody></table></div>")
+                f"{head}</tr></thead><tbody>{body}</tbody></table>{self._events_html()}</div>")
+
+    def event_lines(self) -> list:
+        """'16:40:01 UTC /job:worker/task:1: up → failed (killed by SIGKILL)', oldest first."""
+        return [f"{time.strftime('%H:%M:%S UTC', time.gmtime(stamp))} {name}: {old} → {new}"
+                + (f" ({why})" if why and new not in RUNNING else "")
+                for stamp, name, old, new, why in self.events]
+
+    def _events_html(self) -> str:
+        if not self.events:
+            return ""
+        items = "".join(f"<li class='nbc-event nbc-event-{event[3]}'>{html.escape(line)}</li>"
+                        for event, line in zip(self.events, self.event_lines()))
+        return (f"<div class='nbc-dashboard-events' style='font-size:12px;margin-top:4px'>"
+                f"<b>changes</b><ul style='margin:2px 0;padding-left:18px'>{items}</ul></div>")
 
     def snapshot_rows(self, tasks_ended: bool) -> tuple:
         """The rows for a static snapshot: as last seen, or, when the tasks ended with
@@ -230,6 +256,8 @@ class DashboardModel:
         lines = [self.heading(rows)] + ([f"  ({note})"] if note else [])
         for r in table:
             lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        if self.events:
+            lines += ["  changes:"] + [f"    {line}" for line in self.event_lines()]
         return "\n".join(lines)
 
 

@@ -86,6 +86,25 @@ def test_a_process_that_exited_with_an_error_is_failed_and_says_how():
     assert model.rows[1].error == "InvalidArgumentError: bad"  # the task's own word first
 
 
+def test_a_kill_and_its_recovery_stay_listed_under_the_table():
+    model = DashboardModel("c")
+    model.update([status(), status(index=1)])
+    assert model.events == () and "changes" not in model.html()  # a first look is no change
+    model.update([status(), status(index=1, state="failed", uptime=None)], {("worker", 1): -9})
+    model.update([status(), status(index=1, uptime=0.5, steps_run=3)])
+    model.update([status(steps_run=7), status(index=1, uptime=1.0, steps_run=3)])  # no change
+    lines = model.event_lines()
+    assert [line.split(" UTC ", 1)[1] for line in lines] == [
+        "/job:worker/task:1: up → failed (killed by SIGKILL)",
+        "/job:worker/task:1: failed → up"]
+    assert "<li class='nbc-event nbc-event-failed'>" in model.html()
+    assert model.text().endswith("  changes:\n    " + "\n    ".join(lines))
+    for _ in range(20):  # only the last few are kept
+        model.update([status(state="down", uptime=None)])
+        model.update([status()])
+    assert len(model.events) == 8
+
+
 def test_a_silent_task_shows_no_counters():
     model = DashboardModel("c")
     model.update([status(state="down", uptime=None)])
