@@ -7,7 +7,7 @@ a task (lab_launch.py and launch/record_stop.py do).
 
 A cluster (JSON):
   {"id": "4242-demo", "name": "demo", "owner_pid": 4242, "started": 1764496211.5,
-   "launcher": "local", "notebook": "train.ipynb", "owner": "kernel",
+   "launcher": "local", "notebook": "train.ipynb", "slurm_job": null, "owner": "kernel",
    "can_restart": false, "restart_hint": "...",
    "summary": {"tasks": 3, "up": 3, "cpus": 3, "gpus": 0, "rss_bytes": 312000000,
                "cpu_percent": 4.0, "gpu_bytes_in_use": 0},
@@ -145,7 +145,7 @@ def clusters(timeout: float = STATUS_DEADLINE_S, root: str | None = None) -> lis
         _mark_pending(record, tasks)
         out.append({"id": record_id} |
                    {key: record.get(key) for key in ("name", "owner_pid", "started", "launcher",
-                                                     "notebook")}
+                                                     "notebook", "slurm_job")}
                    | owner(record, record_id) | {"summary": _summary(tasks), "tasks": tasks})
     return out
 

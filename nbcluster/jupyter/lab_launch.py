@@ -11,7 +11,9 @@ them (`%tfserver restart` there).
 A form (JSON):
   {"name": "demo", "launcher": "local", "jobs": {"ps": 1, "worker": 2}}
   "launcher": "ssh" adds "hosts": ["node1", "node2"] and optionally "user",
-  "python"; "launcher": "slurm" optionally "partition", "time" (minutes or
+  "python", "port", "key" (an identity file on this host) and "ssh_options"
+  (["StrictHostKeyChecking=accept-new"], each an ssh `-o`; none that runs a
+  command); "launcher": "slurm" optionally "partition", "time" (minutes or
   "HH:MM:SS"), "nodes".
 """
 from __future__ import annotations
@@ -26,6 +28,11 @@ MAX_TASKS = 64  # per job: a form is typed by hand, and each task is a process
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}$")
 _JOB = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}$")
 _HOST = re.compile(r"[A-Za-z0-9_.:\[\]-]{1,253}$")  # a name or address, never an option
+_PATH = re.compile(r"[A-Za-z0-9_./+~-]{1,400}$")
+_SSH_OPTION = re.compile(r"([A-Za-z]{2,40})=([A-Za-z0-9_./:,@%+~-]{1,200})$")
+# ssh options that run a local or remote command: never from a form
+_COMMAND_OPTIONS = {"proxycommand", "localcommand", "permitlocalcommand", "knownhostscommand",
+                    "remotecommand", "match", "include", "proxyusefdpass"}
 _TIME = re.compile(r"(\d{1,5}|\d{1,2}:\d{2}:\d{2}|\d{1,3}-\d{1,2}:\d{2}:\d{2})$")
 
 _lock = threading.Lock()  # guards _clusters
@@ -53,8 +60,8 @@ def parse_form(form) -> dict:
     """
     if not isinstance(form, dict):
         raise FormError("the form must be a JSON object")
-    unknown = set(form) - {"name", "launcher", "jobs", "hosts", "user", "python",
-                           "partition", "time", "nodes"}
+    unknown = set(form) - {"name", "launcher", "jobs", "hosts", "user", "python", "port",
+                           "key", "ssh_options", "partition", "time", "nodes"}
     if unknown:
         raise FormError(f"unknown fields {sorted(unknown)}")
     launcher = form.get("launcher", "local")
@@ -80,8 +87,10 @@ def parse_form(form) -> dict:
                 isinstance(h, str) and _HOST.match(h) and not h.startswith("-") for h in hosts):
             raise FormError(f"hosts: a list of host names for the SSH launcher, not {hosts!r}")
         out.update(hosts=hosts, user=_text(form, "user", _NAME, "a user name"),
-                   python=_text(form, "python", re.compile(r"[A-Za-z0-9_./+-]{1,200}$"),
-                                "the remote interpreter's path", "python3"))
+                   python=_text(form, "python", _PATH, "the remote interpreter's path",
+                                "python3"),
+                   key=_text(form, "key", _PATH, "the path of an identity file"),
+                   port=_port(form.get("port", 22)), ssh_options=_ssh_options(form))
     if launcher == "slurm":
         nodes = form.get("nodes")
         if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int)
@@ -90,6 +99,28 @@ def parse_form(form) -> dict:
         out.update(partition=_text(form, "partition", _NAME, "a partition name"),
                    time=_text(form, "time", _TIME, "minutes or HH:MM:SS"), nodes=nodes)
     return out
+
+
+def _port(port) -> int:
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise FormError(f"port: the SSH port, a whole number from 1 to 65535, not {port!r}")
+    return port
+
+
+def _ssh_options(form: dict) -> tuple:
+    given = form.get("ssh_options") or []
+    if not isinstance(given, list):
+        raise FormError(f"ssh_options: a list of 'Name=value' ssh options, not {given!r}")
+    out: list = []
+    for option in given:
+        match = _SSH_OPTION.match(option) if isinstance(option, str) else None
+        if match is None:
+            raise FormError(f"ssh_options: each is 'Name=value' (an ssh -o), not {option!r}")
+        if match.group(1).lower() in _COMMAND_OPTIONS:
+            raise FormError(f"ssh_options: {match.group(1)} runs a command; it is not taken "
+                            f"from a form")
+        out += ["-o", option]
+    return tuple(out)
 
 
 def start(form: dict, timeout: float = 60.0):
@@ -108,7 +139,8 @@ def start(form: dict, timeout: float = 60.0):
         cluster = Cluster.local(**common)
     elif kind == "ssh":
         cluster = Cluster.ssh(form["hosts"], user=form["user"], python=form["python"],
-                              **common)
+                              key=form["key"], port=form["port"],
+                              ssh_options=form["ssh_options"], **common)
     else:
         cluster = Cluster.slurm(partition=form["partition"], time=form["time"],
                                 nodes=form["nodes"], **common)

@@ -104,6 +104,11 @@ def test_the_form_starts_a_cluster_the_server_lists_restarts_and_stops(same_runt
     ({"jobs": {"worker": 1}, "launcher": "mesos"}, "launcher: one of local, ssh, slurm"),
     ({"jobs": {"worker": 1}, "launcher": "ssh"}, "hosts: a list of host names"),
     ({"jobs": {"worker": 1}, "launcher": "ssh", "hosts": ["-oProxyCommand=x"]}, "hosts:"),
+    ({"jobs": {"worker": 1}, "launcher": "ssh", "hosts": ["h"], "port": 0}, "port: the SSH"),
+    ({"jobs": {"worker": 1}, "launcher": "ssh", "hosts": ["h"],
+      "ssh_options": ["ProxyCommand=nc"]}, "ProxyCommand runs a command"),
+    ({"jobs": {"worker": 1}, "launcher": "ssh", "hosts": ["h"],
+      "ssh_options": ["-oX=y"]}, "each is 'Name=value'"),
     ({"jobs": {"worker": 1}, "launcher": "slurm", "time": "soon"}, "time: minutes or"),
     ({"jobs": {"worker": 1}, "name": "a/b"}, "name: letters"),
     ({"jobs": {"worker": 1}, "gpus": 2}, "unknown fields ['gpus']"),
@@ -159,3 +164,39 @@ def test_connect_by_record_needs_a_running_cluster(same_runtime):
         Cluster.connect(record="nothing-here")
     with pytest.raises(ValueError, match="exactly one"):
         Cluster.connect()
+
+
+def test_the_form_starts_an_ssh_cluster(same_runtime, sshd):
+    import sys
+    form = {"name": "by-ssh", "launcher": "ssh", "jobs": {"worker": 1},
+            "hosts": [sshd["host"]], "python": sys.executable, "key": sshd["key"],
+            "port": sshd["port"], "ssh_options": [o for o in sshd["options"] if o != "-o"]}
+    status, made = _call(same_runtime, "/nbcluster/clusters", form)
+    assert status == 201, made
+    assert made["launcher"] == "ssh" and made["owner"] == "server"
+    [task] = made["tasks"]
+    assert task["state"] == "up" and alive(task["pid"])
+    base = f"/nbcluster/clusters/{made['id']}"
+    try:
+        status, restarted = _call(same_runtime, f"{base}/tasks/worker/0/restart")
+        assert status == 200, restarted
+        [again] = _call(same_runtime, base, method="GET")[1]["tasks"]
+        assert again["state"] == "up" and again["pid"] != task["pid"]
+    finally:
+        status, stopped = _call(same_runtime, f"{base}/stop")
+    assert status == 200 and stopped["stopped"] == ["/job:worker/task:0"]
+    assert wait_gone([task["pid"], again["pid"]], 15.0) == []
+
+
+def test_the_form_starts_a_slurm_cluster(same_runtime, slurm):
+    from slurm_local import wait_job_gone
+    form = {"name": "by-slurm", "launcher": "slurm", "jobs": {"worker": 1}, "time": "5"}
+    status, made = _call(same_runtime, "/nbcluster/clusters", form)
+    assert status == 201, made
+    assert made["launcher"] == "slurm" and made["owner"] == "server"
+    [task] = made["tasks"]
+    assert task["state"] == "up" and task["address"] and made["slurm_job"]
+    status, stopped = _call(same_runtime, f"/nbcluster/clusters/{made['id']}/stop")
+    assert status == 200 and stopped["stopped"] == ["/job:worker/task:0"]
+    assert _get(same_runtime) == []
+    assert wait_job_gone(made["slurm_job"]), "stop left the Slurm job queued or running"

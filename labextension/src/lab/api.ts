@@ -53,6 +53,9 @@ export interface INewCluster {
   jobs: { [job: string]: number };
   hosts?: string[];
   user?: string;
+  port?: number;
+  key?: string;
+  ssh_options?: string[];
   partition?: string;
   time?: string;
 }

@@ -23,6 +23,9 @@ export class NewClusterForm {
   private readonly _jobs = el('div', 'nbc-form-jobs');
   private readonly _hosts = input('nbc-form-hosts', '', 'node1, node2');
   private readonly _user = input('nbc-form-user', '', 'optional');
+  private readonly _port = input('nbc-form-port', '', '22');
+  private readonly _key = input('nbc-form-key', '', 'optional: ~/.ssh/id_ed25519');
+  private readonly _options = input('nbc-form-options', '', 'optional: Name=value, ...');
   private readonly _partition = input('nbc-form-partition', '', 'optional');
   private readonly _time = input('nbc-form-time', '', 'minutes or HH:MM:SS');
   private readonly _ssh = el('div', 'nbc-form-ssh');
@@ -41,7 +44,9 @@ export class NewClusterForm {
     this._launcher.onchange = () => this.showLauncher();
     this.addJob('ps', 1);
     this.addJob('worker', 2);
-    this._ssh.append(field('hosts', this._hosts), field('user', this._user));
+    this._ssh.append(field('hosts', this._hosts), field('user', this._user),
+                     field('port', this._port), field('key file', this._key),
+                     field('ssh -o', this._options));
     this._slurm.append(field('partition', this._partition), field('time limit', this._time));
     this._start = button('Start', 'nbc-form-start jp-mod-accept', 'Start the cluster', () => {});
     this._start.type = 'submit';
@@ -97,6 +102,16 @@ export class NewClusterForm {
       form.hosts = this._hosts.value.split(/[\s,]+/).filter(h => h);
       if (this._user.value.trim()) {
         form.user = this._user.value.trim();
+      }
+      if (this._port.value.trim()) {
+        form.port = Number(this._port.value.trim()); // the server checks the range
+      }
+      if (this._key.value.trim()) {
+        form.key = this._key.value.trim();
+      }
+      const options = this._options.value.split(/[\s,]+/).filter(o => o);
+      if (options.length) {
+        form.ssh_options = options;
       }
     }
     if (form.launcher === 'slurm') {
