@@ -194,3 +194,43 @@ def test_a_notebooks_cluster_shows_its_owner_failure_and_timeline(jupyter_lab, b
     finally:
         shutdown_kernel(jupyter_lab, "owned.ipynb")
         kill_pids([p for p in pids.values() if p])
+
+
+def test_the_form_starts_an_ssh_cluster(jupyter_lab, browser, shots, sshd):
+    import sys
+    write_notebook(jupyter_lab["root"] / "ssh-form.ipynb", ["1"])
+    box = f"{SIDEBAR} .nbc-sidebar-cluster[data-name='over-ssh']"
+    pids: dict = {}
+    try:
+        with notebook_page(browser, jupyter_lab, "ssh-form.ipynb") as (page, errors):
+            try:
+                open_sidebar(page)
+                page.click(f"{SIDEBAR} button.nbc-sidebar-new")
+                form = page.locator(f"{SIDEBAR} form.nbc-new-cluster")
+                form.locator(".nbc-form-launcher").select_option("ssh")
+                assert form.locator(".nbc-form-ssh").is_visible()
+                assert not form.locator(".nbc-form-slurm").is_visible()
+                form.locator(".nbc-form-remove-job").first.click()  # no ps: one worker
+                form.locator(".nbc-form-hosts").fill(sshd["host"])
+                form.locator(".nbc-form-python").fill(sys.executable)
+                form.locator(".nbc-form-port").fill(str(sshd["port"]))
+                form.locator(".nbc-form-key").fill(sshd["key"])
+                form.locator(".nbc-form-options").fill(
+                    ", ".join(o for o in sshd["options"] if o != "-o"))
+                _fill_form(page, [("worker", 1)], "over-ssh")
+                page.locator(f"{box} .nbc-sidebar-task.nbc-state-up").wait_for(timeout=60_000)
+                assert page.inner_text(f"{box} .nbc-sidebar-cluster-owner").startswith(
+                    "ssh, started here")
+                pids = _pids(jupyter_lab, "over-ssh")
+                assert all(alive(pid) for pid in pids.values())
+                shots("ssh-started", page.locator(SIDEBAR))
+                page.click(f"{box} button.nbc-sidebar-stop")
+                page.click(f"{box} button.nbc-sidebar-stop.nbc-armed")
+                page.wait_for_selector(box, state="detached", timeout=30_000)
+                assert wait_gone(list(pids.values()), timeout=20) == []
+                assert errors == []
+            finally:
+                shots("page", page)
+    finally:
+        shutdown_kernel(jupyter_lab, "ssh-form.ipynb")
+        kill_pids(list(pids.values()))

@@ -53,6 +53,7 @@ export interface INewCluster {
   jobs: { [job: string]: number };
   hosts?: string[];
   user?: string;
+  python?: string;
   port?: number;
   key?: string;
   ssh_options?: string[];

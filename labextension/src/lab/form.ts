@@ -23,6 +23,7 @@ export class NewClusterForm {
   private readonly _jobs = el('div', 'nbc-form-jobs');
   private readonly _hosts = input('nbc-form-hosts', '', 'node1, node2');
   private readonly _user = input('nbc-form-user', '', 'optional');
+  private readonly _python = input('nbc-form-python', '', 'python3');
   private readonly _port = input('nbc-form-port', '', '22');
   private readonly _key = input('nbc-form-key', '', 'optional: ~/.ssh/id_ed25519');
   private readonly _options = input('nbc-form-options', '', 'optional: Name=value, ...');
@@ -45,7 +46,8 @@ export class NewClusterForm {
     this.addJob('ps', 1);
     this.addJob('worker', 2);
     this._ssh.append(field('hosts', this._hosts), field('user', this._user),
-                     field('port', this._port), field('key file', this._key),
+                     field('python', this._python), field('port', this._port),
+                     field('key file', this._key),
                      field('ssh -o', this._options));
     this._slurm.append(field('partition', this._partition), field('time limit', this._time));
     this._start = button('Start', 'nbc-form-start jp-mod-accept', 'Start the cluster', () => {});
@@ -102,6 +104,9 @@ export class NewClusterForm {
       form.hosts = this._hosts.value.split(/[\s,]+/).filter(h => h);
       if (this._user.value.trim()) {
         form.user = this._user.value.trim();
+      }
+      if (this._python.value.trim()) {
+        form.python = this._python.value.trim();
       }
       if (this._port.value.trim()) {
         form.port = Number(this._port.value.trim()); // the server checks the range
