@@ -273,7 +273,7 @@ def test_a_task_without_gpus_reports_no_gpu_memory(clusters):
     clusters.append(cluster)
     (status,) = cluster.status()
     assert status.state == "up" and status.gpu_memory == ()
-    from nbcluster.rpc.worker_client import GrpcWorkerClient
+    from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
     response = GrpcWorkerClient(cluster.spec.task_address("worker", 0)).get_status(5.0)
     assert len(response.gpu_memory) == 0 and not any(
         d.device_type == "GPU" for d in response.device_attributes)
