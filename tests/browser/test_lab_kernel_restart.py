@@ -53,7 +53,6 @@ def test_a_restart_from_the_page_turns_the_widgets_into_kernel_gone_snapshots(
                     "() => document.querySelectorAll('.jp-OutputArea-output "
                     "tr.nbc-task.nbc-state-up').length === 2", timeout=60_000)
                 # the closed bar is static already; the open one is a live widget
-                # the closed bar is static already (the cluster's start may show one too)
                 assert page.locator(FINISHED).count() == 1
                 page.locator(".jp-OutputArea-output .jupyter-widgets.widget-hprogress").wait_for(
                     timeout=10_000)
