@@ -69,9 +69,15 @@ def _check_count(value, what: str) -> int:
     return int(value)
 
 
+_MARKER = {"nbcluster": {"widget": "Progress"}}  # the labextension freezes it on a restart
+_COLORS = {"success": "#1a7f37", "danger": "#cf222e", "": "#0969da"}
+
+
 class _WidgetView:
-    """An IntProgress and an HTML label in a kernel's output; its text/plain says the
-    final count once closed (nbconvert and GitHub show that, not a stale 0)."""
+    """An IntProgress and an HTML label in a kernel's output. Closed, the display turns
+    into a static bar (text/html and text/plain with the final count, no widget view)
+    and the widgets close: a saved, reopened notebook shows the bar as it ended, not
+    "Error displaying widget", and nbconvert or GitHub show the final count."""
 
     def __init__(self, progress: "Progress") -> None:
         import ipywidgets
@@ -82,7 +88,8 @@ class _WidgetView:
         self._label = ipywidgets.HTML()
         self.box = ipywidgets.HBox([self._bar, self._label])
         self.refresh(progress)
-        self._handle = display(self._bundle(progress), raw=True, display_id=True)
+        self._handle = display(self._bundle(progress), raw=True, display_id=True,
+                               metadata=_MARKER)
 
     def _bundle(self, progress: "Progress") -> dict:
         return {"application/vnd.jupyter.widget-view+json": {
@@ -98,7 +105,23 @@ class _WidgetView:
         self.refresh(progress)
         self._bar.bar_style = "danger" if failed else \
             "success" if progress.value >= progress.total else ""
-        self._handle.update(self._bundle(progress), raw=True)
+        self._handle.update(self._static_bundle(progress), raw=True,
+                            metadata={"nbcluster": {"widget": "Progress", "snapshot": "closed"}})
+        self.box.close()
+        self._bar.close()
+        self._label.close()
+
+    def _static_bundle(self, progress: "Progress") -> dict:
+        done = min(progress.value, self._bar.max) / self._bar.max
+        color = _COLORS.get(self._bar.bar_style, _COLORS[""])
+        rest = _html_escape(progress.text[len(progress.description):].strip())
+        html = (f"<div class='nbc-progress-snapshot' data-value='{progress.value}' "
+                f"style='display:flex;align-items:center;gap:8px'>"
+                f"<span>{_html_escape(progress.description)}</span>"
+                f"<div style='width:240px;height:12px;background:#d0d7de;border-radius:2px'>"
+                f"<div class='nbc-progress-fill' style='width:{100 * done:.1f}%;height:12px;"
+                f"background:{color};border-radius:2px'></div></div><span>{rest}</span></div>")
+        return {"text/html": html, "text/plain": progress.text}
 
 
 def _html_escape(text: str) -> str:

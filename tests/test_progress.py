@@ -144,18 +144,24 @@ def test_in_a_kernel_it_is_an_ipywidgets_bar_with_a_final_text_fallback(kernel_s
             bar.update(loss=0.9)
             bar.update(2, loss=0.4)
             view = bar._view
+            model_id = view.box.model_id
             assert (view._bar.value, view._bar.max) == (3, 4)
             assert view._bar.description == "training"
             assert view._label.value == "3/4 steps loss=0.4"
             bar.update(loss=0.25)
     first, last = captured.outputs[0].data, captured.outputs[-1].data
     model = first["application/vnd.jupyter.widget-view+json"]["model_id"]
-    assert model == view.box.model_id
+    assert model == model_id
     assert first["text/plain"] == "training 1/4 steps loss=0.9"
-    # the display is updated at close: the notebook keeps the final count as text
+    # closed, the display turns static: the notebook keeps the final bar and count, and
+    # no widget view that a reopened notebook could not find
     assert last["text/plain"] == "training 4/4 steps loss=0.25"
-    assert last["application/vnd.jupyter.widget-view+json"]["model_id"] == model
+    assert "application/vnd.jupyter.widget-view+json" not in last
+    assert "width:100.0%" in last["text/html"] and "4/4 steps loss=0.25" in last["text/html"]
+    assert captured.outputs[-1].metadata == {"nbcluster": {"widget": "Progress",
+                                                           "snapshot": "closed"}}
     assert view._bar.value == 4 and view._bar.bar_style == "success"
+    assert view.box.comm is None and view._bar.comm is None  # closed: no dead widget left
 
 
 def test_a_failure_inside_the_block_turns_the_bar_red(kernel_shell):
@@ -166,6 +172,7 @@ def test_a_failure_inside_the_block_turns_the_bar_red(kernel_shell):
                 bar.update()
                 raise KeyError("boom")
     assert bar._view._bar.bar_style == "danger" and bar._view._bar.value == 1
+    assert "width:25.0%" in bar._view._static_bundle(bar)["text/html"]
 
 
 def test_in_a_kernel_a_background_thread_shows_nothing(kernel_shell):

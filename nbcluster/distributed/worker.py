@@ -20,7 +20,7 @@ from typing import Callable, Optional
 from nbcluster import errors
 from nbcluster.distributed import send_recv  # noqa: F401 - registers _Send/_Recv
 from nbcluster.distributed.partition import partition
-from nbcluster.distributed.process_usage import ProcessUsage
+from nbcluster.distributed.process_usage import ProcessUsage, gpu_memory
 from nbcluster.distributed.rendezvous import task_of
 from nbcluster.distributed.step_stats import build_step_stats
 from nbcluster.distributed.tensor_receiving import TensorReceiver, prefetch_plan
@@ -107,6 +107,9 @@ class Worker:
             active_sessions=len(self._sessions) + len(self._default_handles),
             last_error=self.last_error, job_name=self.job, task_index=self.task,
             cpu_percent=cpu_percent, rss_bytes=rss_bytes)
+        for name, in_use, reserved, used, total in gpu_memory(self.devices.values()):
+            response.gpu_memory.add(device=name, bytes_in_use=in_use, bytes_reserved=reserved,
+                                    device_bytes_used=used, device_bytes_total=total)
         for d in self.devices.values():
             response.device_attributes.add(
                 name=d.name, device_type=d.device_type, memory_limit=d.memory_limit,

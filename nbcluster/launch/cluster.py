@@ -234,18 +234,35 @@ class Cluster:
                             timeout, devices)
 
     @classmethod
-    def connect(cls, spec, *, timeout: float = 10.0, name: Optional[str] = None,
-                token: Optional[str] = None) -> "Cluster":
+    def connect(cls, spec=None, *, record: Optional[str] = None, timeout: float = 10.0,
+                name: Optional[str] = None, token: Optional[str] = None) -> "Cluster":
         """The servers of `spec`, which someone else started: `stop()` kills none.
 
         Args:
+          spec: a ClusterSpec or dict of the tasks' addresses.
+          record: instead of `spec`, the id or name of a cluster started on this
+            machine (as JupyterLab's sidebar lists it): its addresses, name and
+            token come from its record (launch/records.py), never from the cell.
           token: the cluster's token, sent on every call to its tasks from this
-            process (Session(target) too); default NBCLUSTER_TOKEN, else the
-            file NBCLUSTER_TOKEN_FILE names.
+            process (Session(target) too); default the record's, else
+            NBCLUSTER_TOKEN, else the file NBCLUSTER_TOKEN_FILE names.
         Raises:
           TimeoutError: some task did not answer GetStatus within `timeout`.
+          ValueError: both or neither of `spec` and `record`, or no running
+            cluster `record` here.
         """
         from nbcluster.rpc.grpc_transport import tokens
+        if (spec is None) == (record is None):
+            raise ValueError("Cluster.connect takes a spec or record=, exactly one of them")
+        if record is not None:
+            try:
+                found = records.lookup(record)
+            except KeyError as e:
+                raise ValueError(f"Cluster.connect(record={record!r}): {e.args[0]}") from None
+            spec = {}
+            for t in sorted(found["tasks"], key=lambda t: (t["job"], t["index"])):
+                spec.setdefault(t["job"], {})[t["index"]] = t["address"]
+            name, token = name or found.get("name"), token or found.get("token")
         tasks = spec_tasks(spec)
         token = token or tokens.from_environment()
         for task in tasks:

@@ -9,8 +9,13 @@ the records whose owner process is gone (killed before it could remove them).
 
 A record:
   {"version": 1, "name": "cluster-1", "owner_pid": 4242, "started": 1764496211.5,
-   "launcher": "local", "tasks": [{"job": "worker", "index": 0, "address":
-   "127.0.0.1:40123", "target": "grpc://127.0.0.1:40123", "pid": 4250, "host": "127.0.0.1"}]}
+   "launcher": "local", "notebook": "work/train.ipynb", "token": "...",
+   "tasks": [{"job": "worker", "index": 0, "address": "127.0.0.1:40123",
+   "target": "grpc://127.0.0.1:40123", "pid": 4250, "host": "127.0.0.1",
+   "log": "/tmp/nbcluster-4242-x/worker-0.log"}]}
+"notebook" is the path of the notebook whose kernel owns the cluster (jupyter-server
+gives a kernel JPY_SESSION_NAME), null elsewhere; "log" the task's stdout+stderr
+file on this host, null for a task this process did not start.
 A Slurm cluster's record also has "slurm_job": "<job id>"; its tasks have address ""
 until the allocation is granted.
 """
@@ -27,7 +32,8 @@ import time
 import weakref
 from typing import Optional
 
-__all__ = ["alive", "directory", "record_of", "write", "remove", "running", "unlink"]
+__all__ = ["alive", "directory", "lookup", "record_id", "record_of", "write", "remove",
+           "running", "unlink"]
 
 VERSION = 1
 _log = logging.getLogger(__name__)
@@ -72,11 +78,13 @@ def record_of(cluster) -> dict:
         pid = t.process.server_pid if t.process is not None else None
         tasks.append({"job": job, "index": index, "address": t.address,
                       "target": f"grpc://{t.address}", "pid": pid,
-                      "host": t.host_name or t.host})
+                      "host": t.host_name or t.host,
+                      "log": (t.log_path or None) if t.process is not None else None})
     launcher = cluster._launcher
     record = {"version": VERSION, "name": cluster.name, "owner_pid": os.getpid(),
               "started": _started.setdefault(cluster, time.time()),
               "launcher": launcher.kind if launcher is not None else "connected",
+              "notebook": os.environ.get("JPY_SESSION_NAME") or None,
               # the sidebar's server (this user's, reading this 0600 file) sends it
               "token": cluster._token, "tasks": tasks}
     if getattr(launcher, "job_id", None):  # Slurm: the sidebar asks squeue while it pends
@@ -104,6 +112,13 @@ def _claim(cluster, folder: pathlib.Path) -> pathlib.Path:
         # removes the file when the cluster is collected or at exit, if stop() did not
         _paths[cluster] = (path, weakref.finalize(cluster, unlink, path))
         return path
+
+
+def record_id(cluster) -> Optional[str]:
+    """The id of `cluster`'s record (its file name without .json), None if it has none."""
+    with _lock:
+        entry = _paths.get(cluster)
+    return entry[0].stem if entry is not None else None
 
 
 def unlink(path: pathlib.Path) -> None:
@@ -198,3 +213,22 @@ def running() -> list:
         record["path"] = str(path)
         out.append(record)
     return sorted(out, key=lambda r: (r.get("started") or 0, r["path"]))
+
+
+def lookup(key: str) -> dict:
+    """The running record whose id (file name without .json) or cluster name is `key`.
+
+    Raises:
+      KeyError: none, or `key` names several clusters (the message says which).
+    """
+    found = running()
+    for record in found:
+        if pathlib.Path(record["path"]).stem == key:
+            return record
+    named = [r for r in found if r.get("name") == key]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        ids = ", ".join(pathlib.Path(r["path"]).stem for r in named)
+        raise KeyError(f"{len(named)} running clusters are named {key!r} ({ids}): give an id")
+    raise KeyError(f"no running cluster {key!r} on this machine (records in {directory()})")

@@ -41,6 +41,8 @@ class TaskStatus:
     device_memory: tuple = ()  # bytes per device, in `devices`' order (0: unknown)
     cpu_percent: Optional[float] = None  # the task process's, of one core (None: unknown)
     rss_bytes: int = 0  # the task process's resident memory (0: unknown)
+    # per GPU device: (name, bytes in use, bytes reserved, device bytes used, device total)
+    gpu_memory: tuple = ()
 
 
 class StatusClient:
@@ -122,7 +124,9 @@ def task_status(job: str, index: int, address: str, response, state: str,
         max(0.0, time.time() - start) if start else None, response.steps_run,
         response.bytes_sent, response.bytes_received, response.active_sessions,
         response.last_error, tuple(int(d.memory_limit) for d in devices),
-        response.cpu_percent, response.rss_bytes)
+        response.cpu_percent, response.rss_bytes,
+        tuple((g.device, g.bytes_in_use, g.bytes_reserved, g.device_bytes_used,
+               g.device_bytes_total) for g in response.gpu_memory))
 
 
 def task_of(address: str, timeout: float) -> tuple:

@@ -13,7 +13,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("device_attributes", "incarnation_start_unix_micros", "pid", "host", "steps_run", "bytes_sent", "bytes_received", "active_sessions", "last_error", "job_name", "task_index", "cpu_percent", "rss_bytes")
+    __slots__ = ("device_attributes", "incarnation_start_unix_micros", "pid", "host", "steps_run", "bytes_sent", "bytes_received", "active_sessions", "last_error", "job_name", "task_index", "cpu_percent", "rss_bytes", "gpu_memory")
     DEVICE_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_START_UNIX_MICROS_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
@@ -27,6 +27,7 @@ class GetStatusResponse(_message.Message):
     TASK_INDEX_FIELD_NUMBER: _ClassVar[int]
     CPU_PERCENT_FIELD_NUMBER: _ClassVar[int]
     RSS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    GPU_MEMORY_FIELD_NUMBER: _ClassVar[int]
     device_attributes: _containers.RepeatedCompositeFieldContainer[_config_pb2.DeviceAttributes]
     incarnation_start_unix_micros: int
     pid: int
@@ -40,7 +41,22 @@ class GetStatusResponse(_message.Message):
     task_index: int
     cpu_percent: float
     rss_bytes: int
-    def __init__(self, device_attributes: _Optional[_Iterable[_Union[_config_pb2.DeviceAttributes, _Mapping]]] = ..., incarnation_start_unix_micros: _Optional[int] = ..., pid: _Optional[int] = ..., host: _Optional[str] = ..., steps_run: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., bytes_received: _Optional[int] = ..., active_sessions: _Optional[int] = ..., last_error: _Optional[str] = ..., job_name: _Optional[str] = ..., task_index: _Optional[int] = ..., cpu_percent: _Optional[float] = ..., rss_bytes: _Optional[int] = ...) -> None: ...
+    gpu_memory: _containers.RepeatedCompositeFieldContainer[GpuMemoryUsage]
+    def __init__(self, device_attributes: _Optional[_Iterable[_Union[_config_pb2.DeviceAttributes, _Mapping]]] = ..., incarnation_start_unix_micros: _Optional[int] = ..., pid: _Optional[int] = ..., host: _Optional[str] = ..., steps_run: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., bytes_received: _Optional[int] = ..., active_sessions: _Optional[int] = ..., last_error: _Optional[str] = ..., job_name: _Optional[str] = ..., task_index: _Optional[int] = ..., cpu_percent: _Optional[float] = ..., rss_bytes: _Optional[int] = ..., gpu_memory: _Optional[_Iterable[_Union[GpuMemoryUsage, _Mapping]]] = ...) -> None: ...
+
+class GpuMemoryUsage(_message.Message):
+    __slots__ = ("device", "bytes_in_use", "bytes_reserved", "device_bytes_used", "device_bytes_total")
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    BYTES_IN_USE_FIELD_NUMBER: _ClassVar[int]
+    BYTES_RESERVED_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_BYTES_USED_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    device: str
+    bytes_in_use: int
+    bytes_reserved: int
+    device_bytes_used: int
+    device_bytes_total: int
+    def __init__(self, device: _Optional[str] = ..., bytes_in_use: _Optional[int] = ..., bytes_reserved: _Optional[int] = ..., device_bytes_used: _Optional[int] = ..., device_bytes_total: _Optional[int] = ...) -> None: ...
 
 class CreateWorkerSessionRequest(_message.Message):
     __slots__ = ("session_handle", "server_def", "isolate_session_state", "cluster_device_attributes", "master_task", "master_incarnation")

@@ -25,6 +25,8 @@ class Device:
     # The only directory its checkpoint kernels may touch (kernels/file_root.py);
     # None: anywhere (the in-process Session(""), the user's own process).
     file_root: Optional[str] = field(default=None, compare=False)
+    # A GPU's CuPy device id (in CUDA_VISIBLE_DEVICES' numbering); None for a CPU.
+    ordinal: Optional[int] = field(default=None, compare=False)
 
     def to_numpy(self, value) -> np.ndarray:
         """A kernel output as a host ndarray (copies off the GPU)."""
@@ -83,7 +85,8 @@ def local_devices(job: str, task: int, device_count: Optional[dict] = None,
             props = cupy.cuda.runtime.getDeviceProperties(physical)
         desc = f"device: {physical}, name: {props['name'].decode()}, cupy"
         devices.append(Device(canonical_name(job, replica, task, "GPU", i), "GPU", i,
-                              cupy, int(total), incarnation, desc, file_root))
+                              cupy, int(total), incarnation, desc, file_root,
+                              ordinal=physical))
     return devices
 
 

@@ -267,6 +267,46 @@ def test_status_gives_the_task_processes_own_cpu_and_memory(clusters):
     assert status.rss_bytes < psutil.virtual_memory().total / 4  # ... not the host's
 
 
+def test_a_task_without_gpus_reports_no_gpu_memory(clusters):
+    # honest absence: no entry at all, not a zero that reads as measured
+    cluster = Cluster.local(ps=0, worker=1, env={"NBCLUSTER_DISABLE_GPU": "1"})
+    clusters.append(cluster)
+    (status,) = cluster.status()
+    assert status.state == "up" and status.gpu_memory == ()
+    from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
+    response = GrpcWorkerClient(cluster.spec.task_address("worker", 0)).get_status(5.0)
+    assert len(response.gpu_memory) == 0 and not any(
+        d.device_type == "GPU" for d in response.device_attributes)
+
+
+def _gpu_or_skip() -> None:
+    try:
+        import cupy
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001 - no CuPy, no driver, no device: all skip
+        pytest.skip(f"needs a CUDA GPU and CuPy (pip install 'nbcluster[gpu]', i.e. "
+                    f"cupy-cuda12x): {type(e).__name__}: {e}")
+    if not count:
+        pytest.skip("needs a CUDA GPU: CuPy sees none")
+
+
+def test_a_gpu_task_reports_the_device_memory_its_arrays_hold(clusters):
+    _gpu_or_skip()
+    cluster = Cluster.local(ps=0, worker=1, devices={"worker": {"gpus": "0"}})
+    clusters.append(cluster)
+    (before,) = cluster.status()
+    (gpu_name,) = [d for d in before.devices if "GPU" in d]
+    ((name, in_use, reserved, used, total),) = before.gpu_memory
+    assert name == gpu_name and 0 < used <= total
+    graph = tf.Graph()
+    with graph.as_default(), tf.device("/job:worker/task:0/device:GPU:0"):
+        big = tf.Variable(tf.ones([64, 1024, 1024]))  # 256 MiB that stays on the GPU
+    with tf.Session(cluster.target("worker", 0), graph=graph) as sess:
+        sess.run(big.initializer)
+        ((_, in_use_after, reserved_after, _, _),) = cluster.status()[0].gpu_memory
+    assert in_use_after >= in_use + 256 * 2 ** 20 and reserved_after >= in_use_after
+
+
 def test_config_and_env_reach_every_task(clusters):
     config = tf.ConfigProto(device_count={"CPU": 2})
     cluster = Cluster.local(ps=1, worker=1, config=config, env={"OPENBLAS_NUM_THREADS": "1"})

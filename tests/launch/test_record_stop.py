@@ -6,6 +6,7 @@ import json
 import pathlib
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -23,6 +24,12 @@ def test_stopping_a_record_ends_its_tasks_and_removes_it():
         stopped = record_stop.stop_recorded(record)
         assert sorted(stopped) == ["/job:ps/task:0", "/job:worker/task:0"]
         assert wait_gone(list(cluster.pids.values()), 10.0) == []
+        # a thread group's leader reads as a zombie while its other threads still exit,
+        # and waitpid cannot reap it until they have: wait for the owner to see the exit
+        deadline = time.monotonic() + 10.0
+        while any(cluster.exit_code(*key) is None for key in cluster.pids) and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
         assert not pathlib.Path(record["path"]).exists()
         with pytest.raises(KeyError):
             record_stop.find(record_id)

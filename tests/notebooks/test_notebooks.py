@@ -71,6 +71,15 @@ def _widget_text(nb, prefix: str) -> list:
             d.get("text/plain", "").startswith(prefix)]
 
 
+def _bar_text(nb, prefix: str) -> list:
+    """text/plain of the progress bars whose text starts with `prefix`; a closed bar is
+    static HTML (no widget view), so a saved notebook shows how it ended."""
+    bars = [d for d in _rich(nb) if d.get("text/plain", "").startswith(prefix)]
+    for d in bars:
+        assert WIDGET not in d and "nbc-progress-snapshot" in d.get("text/html", ""), d
+    return [d["text/plain"] for d in bars]
+
+
 def test_the_tutorials_are_there():
     assert [p.stem for p in _paths()] == EXPECTED
     index = (NOTEBOOKS / "README.md").read_text()
@@ -157,7 +166,7 @@ def check_parameter_server_training(nb) -> None:
                                        out).groups())
     assert last < 0.5 * first and "loss fell: True" in out
     assert "every step of both workers counted: True" in out
-    [bar] = _widget_text(nb, "training ")
+    [bar] = _bar_text(nb, "training ")
     assert bar.startswith("training 300/300 steps loss="), bar
     # the TensorBoard section: our event file, read by TensorBoard's EventAccumulator
     assert "TensorBoard reads scalars ['eval_accuracy', 'eval_loss'] histograms " \
@@ -176,7 +185,14 @@ def check_coordinator_fault_tolerance(nb) -> None:
     assert "finished 400 of 400 steps" in out
     assert "final loss lower than the first: True" in out
     assert _widget_text(nb, "Cluster 'cluster-")  # the live dashboard was displayed
-    for bar in _widget_text(nb, "scheduled functions "):  # shown when join took > 0.5 s
+    # closed at the end, the dashboard's snapshot still shows the kill and the recovery
+    [closed] = [d["text/plain"] for d in _rich(nb) if WIDGET not in d and
+                "snapshot: closed at" in d.get("text/plain", "")]
+    changes = closed.split("  changes:\n", 1)[1].splitlines()
+    worker_1 = [line.split(" UTC ", 1)[1] for line in changes if "/job:worker/task:1:" in line]
+    assert worker_1[0] == "/job:worker/task:1: up → failed (killed by SIGKILL)", changes
+    assert worker_1[-1].endswith("→ up"), changes
+    for bar in _bar_text(nb, "scheduled functions "):  # shown when join took > 0.5 s
         assert bar.startswith("scheduled functions 400/400 done"), bar
 
 

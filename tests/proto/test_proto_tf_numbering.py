@@ -335,9 +335,13 @@ def test_nbcluster_extensions_stay_clear_of_tf_numbers():
     ours = {"incarnation_start_unix_micros": 100, "pid": 101, "host": 102, "steps_run": 103,
             "bytes_sent": 104, "bytes_received": 105, "active_sessions": 106,
             "last_error": 107, "job_name": 108, "task_index": 109, "cpu_percent": 110,
-            "rss_bytes": 111}
+            "rss_bytes": 111, "gpu_memory": 112}
     fields = worker_pb2.GetStatusResponse.DESCRIPTOR.fields_by_name
     assert {name: fields[name].number for name in ours} == ours
+    gpu = worker_pb2.GpuMemoryUsage.DESCRIPTOR.fields_by_name
+    assert {name: f.number for name, f in gpu.items()} == {
+        "device": 1, "bytes_in_use": 2, "bytes_reserved": 3, "device_bytes_used": 4,
+        "device_bytes_total": 5}
     assert fields["device_attributes"].number == 1
 
 

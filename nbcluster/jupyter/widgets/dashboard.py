@@ -168,6 +168,11 @@ class ClusterDashboard(snapshot.Snapshotted, widgets.VBox):
         data["text/plain"] = self.model.text()
         return data
 
+    def _display_marker(self) -> dict:
+        # the table alone (not the log controls); "owns_tasks": its tasks end with the kernel
+        return {"widget": "ClusterDashboard", "cluster": self.cluster.name,
+                "freeze": ".nbc-dashboard-table", "owns_tasks": bool(self.cluster.pids)}
+
     def _snapshot_bundle(self, reason: str) -> dict:
         text = snapshot.note(reason)
         # at kernel exit, the tasks this kernel started end with it: none shows "up"

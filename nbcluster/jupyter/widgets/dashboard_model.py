@@ -23,20 +23,26 @@ from nbcluster.jupyter.widgets.dashboard_usage import (UsageHistory, format_cpu,
 from nbcluster.jupyter.widgets.units import format_bytes
 
 RUNNING = ("up", "starting", "pending")  # states of a task that is (or will be) there
+EVENTS = 8  # state changes kept under the table
 STATE_COLORS = {"up": "#1a7f37", "starting": "#bf8700", "down": "#cf222e",
                 "failed": "#cf222e", "stopped": "#57606a", "pending": "#bf8700"}
 COLUMNS = ("task", "state", "address", "pid", "uptime", "CPU", "memory", "devices",
            "sessions", "steps", "sent", "received", "last error")
 
 
-def format_devices(names: tuple, memory: tuple = ()) -> str:
-    """'CPU:0, GPU:0 (80 GiB)' from full device names and their bytes. A CPU device's
-    limit is the host's memory, not the task's (that is the memory column), so only
-    the other devices show theirs."""
+def format_devices(names: tuple, memory: tuple = (), gpu_memory: tuple = ()) -> str:
+    """'CPU:0, GPU:0 (1.5 GiB of 80 GiB)' from full device names, their bytes and the
+    GPUs' memory in use (TaskStatus.gpu_memory). A CPU device's limit is the host's
+    memory, not the task's (that is the memory column), so only the other devices
+    show theirs."""
+    in_use = {entry[0]: entry[1] for entry in gpu_memory}
     parts = []
     for i, name in enumerate(names):
         short = name.rsplit("/device:", 1)[-1]
         limit = memory[i] if i < len(memory) else 0
+        if name in in_use:
+            parts.append(f"{short} ({format_bytes(in_use[name])} of {format_bytes(limit)})")
+            continue
         shown = limit and not short.upper().startswith("CPU")
         parts.append(f"{short} ({format_bytes(limit)})" if shown else short)
     return ", ".join(parts)
@@ -124,7 +130,7 @@ def row_of(status, exit_code: Optional[int] = None, cluster_stopped: bool = Fals
         format_uptime(status.uptime_s) if state == "up" else "",
         counter(format_cpu(status.cpu_percent)),
         counter(format_bytes(status.rss_bytes) if status.rss_bytes else ""),
-        format_devices(status.devices, status.device_memory),
+        format_devices(status.devices, status.device_memory, status.gpu_memory),
         counter(str(status.active_sessions)), counter(str(status.steps_run)),
         counter(format_bytes(status.bytes_sent)), counter(format_bytes(status.bytes_received)),
         error, *(trends if answered else ((), ())))
@@ -143,6 +149,9 @@ class DashboardModel:
         self.version = 0  # bumped by every update that changed what is shown
         self.stopped = False
         self.usage = UsageHistory()
+        # (unix time, task name, old state, new state, why): what a glance at the table
+        # misses, so a kill and its recovery stay visible after Run All
+        self.events: tuple = ()
         self._lock = threading.Lock()  # the poller thread and the kernel both update
 
     def update(self, statuses: list, exit_codes: Optional[dict] = None,
@@ -165,9 +174,17 @@ class DashboardModel:
                                 self.usage.trends((s.job, s.index))) for s in ordered)
             changed = rows != self.rows or cluster_stopped != self.stopped
             if changed:
+                self._note_changes(rows)
                 self.rows, self.stopped = rows, cluster_stopped
                 self.version += 1
         return changed
+
+    def _note_changes(self, rows: tuple) -> None:
+        before = {(r.job, r.index): r.state for r in self.rows}
+        stamp = time.time()
+        new = tuple((stamp, r.name, before[r.job, r.index], r.state, r.error) for r in rows
+                    if (r.job, r.index) in before and before[r.job, r.index] != r.state)
+        self.events = (self.events + new)[-EVENTS:]
 
     def state(self, job: str, index: int) -> str:
         """The shown state of task /job:`job`/task:`index`.
@@ -207,7 +224,21 @@ class DashboardModel:
             else ""
         return (f"<div class='nbc-dashboard-table'><b>{html.escape(self.heading(rows))}</b>"
                 f"{note}<table style='border-collapse:collapse;font-size:12px'><thead><tr>"
-                f"{head}</tr></thead><tbody>{body}</tbody></table></div>")
+                f"{head}</tr></thead><tbody>{body}</tbody></table>{self._events_html()}</div>")
+
+    def event_lines(self) -> list:
+        """'16:40:01 UTC /job:worker/task:1: up → failed (killed by SIGKILL)', oldest first."""
+        return [f"{time.strftime('%H:%M:%S UTC', time.gmtime(stamp))} {name}: {old} → {new}"
+                + (f" ({why})" if why and new not in RUNNING else "")
+                for stamp, name, old, new, why in self.events]
+
+    def _events_html(self) -> str:
+        if not self.events:
+            return ""
+        items = "".join(f"<li class='nbc-event nbc-event-{event[3]}'>{html.escape(line)}</li>"
+                        for event, line in zip(self.events, self.event_lines()))
+        return (f"<div class='nbc-dashboard-events' style='font-size:12px;margin-top:4px'>"
+                f"<b>changes</b><ul style='margin:2px 0;padding-left:18px'>{items}</ul></div>")
 
     def snapshot_rows(self, tasks_ended: bool) -> tuple:
         """The rows for a static snapshot: as last seen, or, when the tasks ended with
@@ -225,6 +256,8 @@ class DashboardModel:
         lines = [self.heading(rows)] + ([f"  ({note})"] if note else [])
         for r in table:
             lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        if self.events:
+            lines += ["  changes:"] + [f"    {line}" for line in self.event_lines()]
         return "\n".join(lines)
 
 

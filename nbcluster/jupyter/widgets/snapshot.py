@@ -71,9 +71,17 @@ class Snapshotted:
         return {"text/html": f"{note_html(text)}{data.get('text/html', '')}",
                 "text/plain": f"{data.get('text/plain', '')}\n({text})"}
 
+    def _display_marker(self) -> dict:
+        """What the labextension reads in the output's metadata ("nbcluster") to freeze
+        this display itself when the kernel goes away from the page (a restart there
+        drops whatever the kernel sends): the widget's kind, and optionally "freeze",
+        the CSS selector of the part of its view worth keeping."""
+        return {"widget": type(self).__name__}
+
     def _ipython_display_(self) -> None:
         from IPython.display import display
         data, metadata = _bundle_of(self)
+        metadata = {**(metadata or {}), "nbcluster": self._display_marker()}
         display_id = uuid.uuid4().hex
         display(data, metadata=metadata, raw=True, display_id=display_id)
         self.__dict__.setdefault("_snapshot_displays", []).append(display_id)
@@ -94,8 +102,9 @@ class Snapshotted:
         bundle = self._snapshot_bundle(reason)
         assert WIDGET_VIEW not in bundle, "a snapshot must not need the widget"
         from IPython.display import update_display
+        metadata = {"nbcluster": {**self._display_marker(), "snapshot": reason}}
         for display_id in displays:
-            update_display(bundle, raw=True, display_id=display_id)
+            update_display(bundle, raw=True, display_id=display_id, metadata=metadata)
         return bundle
 
 

@@ -32,6 +32,12 @@ def test_devices_show_their_memory_but_the_host_memory_of_a_cpu_is_not_shown():
     assert format_devices((CPU,)) == "CPU:0"
 
 
+def test_a_gpu_shows_the_memory_its_task_uses_of_its_size():
+    gpu_memory = ((GPU, 3 * GIB // 2, 2 * GIB, 10 * GIB, 80 * GIB),)
+    assert format_devices((CPU, GPU), (24 * GIB, 80 * GIB), gpu_memory) == \
+        "CPU:0, GPU:0 (1.5 GiB of 80 GiB)"
+
+
 @pytest.mark.parametrize("seconds, text", [
     (None, ""), (0.0, "<1m"), (59.9, "<1m"), (60, "1m"), (3599, "59m"), (3600 + 5 * 60, "1h05m"),
     (2 * 86400 + 4 * 3600 + 59, "2d04h")])
@@ -78,6 +84,25 @@ def test_a_process_that_exited_with_an_error_is_failed_and_says_how():
                                    last_error="InvalidArgumentError: bad\nmore")],
                  {("worker", 1): 2})
     assert model.rows[1].error == "InvalidArgumentError: bad"  # the task's own word first
+
+
+def test_a_kill_and_its_recovery_stay_listed_under_the_table():
+    model = DashboardModel("c")
+    model.update([status(), status(index=1)])
+    assert model.events == () and "changes" not in model.html()  # a first look is no change
+    model.update([status(), status(index=1, state="failed", uptime=None)], {("worker", 1): -9})
+    model.update([status(), status(index=1, uptime=0.5, steps_run=3)])
+    model.update([status(steps_run=7), status(index=1, uptime=1.0, steps_run=3)])  # no change
+    lines = model.event_lines()
+    assert [line.split(" UTC ", 1)[1] for line in lines] == [
+        "/job:worker/task:1: up → failed (killed by SIGKILL)",
+        "/job:worker/task:1: failed → up"]
+    assert "<li class='nbc-event nbc-event-failed'>" in model.html()
+    assert model.text().endswith("  changes:\n    " + "\n    ".join(lines))
+    for _ in range(20):  # only the last few are kept
+        model.update([status(state="down", uptime=None)])
+        model.update([status()])
+    assert len(model.events) == 8
 
 
 def test_a_silent_task_shows_no_counters():
