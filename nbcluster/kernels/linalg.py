@@ -5,8 +5,11 @@ transpose is a view, an adjoint a new array) and numpy warnings are silenced.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from nbcluster.kernels.math import DEVICES, quiet
 from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.blas_width import WidthChooser
 
 
 @register_kernel("MatMul", *DEVICES)
@@ -17,7 +20,19 @@ def _matmul(node, device):
     def compute(ctx, a, b):
         return (xp.matmul(a.T if ta else a, b.T if tb else b),)
 
-    return quiet(xp, compute)
+    if xp is not np:
+        return quiet(xp, compute)
+    # On the CPU, OpenBLAS's thread count is chosen per call (runtime/blas_width.py).
+    width = WidthChooser()
+
+    def compute_cpu(ctx, a, b):
+        a, b = a.T if ta else a, b.T if tb else b
+        if a.ndim == 2 and b.ndim == 2:
+            macs = a.shape[0] * a.shape[1] * b.shape[1]
+            return (width.call(lambda: np.matmul(a, b), macs),)
+        return (np.matmul(a, b),)
+
+    return quiet(xp, compute_cpu)
 
 
 @register_kernel("BatchMatMulV2", *DEVICES)

@@ -102,6 +102,8 @@ _claims: dict = {}  # token -> (threads, process_wide)
 _tokens = itertools.count()
 _controller = None  # threadpoolctl's ThreadpoolController, made on the first claim
 _limiter = None  # the limits in force while any claim is live
+_claimed = 0  # the pools' count while a claim is live, else 0 (read without the lock)
+_unclaimed = 0  # the environment's count or every core, found on first use
 
 
 def _total_locked() -> int:
@@ -114,16 +116,17 @@ def _total_locked() -> int:
 
 
 def _apply() -> None:
-    global _controller, _limiter
+    global _controller, _limiter, _claimed
     if _limiter is not None:
         _limiter.restore_original_limits()
         _limiter = None
+    _claimed = _total_locked() if _claims else 0
     if not _claims:
         return
     if _controller is None:
         from threadpoolctl import ThreadpoolController
         _controller = ThreadpoolController()
-    _limiter = _controller.limit(limits=_total_locked())
+    _limiter = _controller.limit(limits=_claimed)
 
 
 def claim(threads: int, process_wide: bool = False) -> int:
@@ -159,3 +162,13 @@ def process_threads() -> int:
         if _claims:
             return _total_locked()
     return environment_threads() or host_cores()
+
+
+def current_threads() -> int:
+    """`process_threads()` without its lock, for a kernel to read on every call."""
+    global _unclaimed
+    if _claimed:
+        return _claimed
+    if not _unclaimed:
+        _unclaimed = environment_threads() or host_cores()
+    return _unclaimed

@@ -1,0 +1,122 @@
+"""How many BLAS threads one large MatMul call gets: the process's math threads, or
+one when that is faster on this host now. Each MatMul node keeps its own timings.
+
+Rule: only the thread count of the same BLAS routine changes, so results
+differ at most in rounding (the sums' order), as between any two BLAS
+thread counts; a call at one thread puts the pool back to the
+count it found before it returns, so threadpoolctl reports the rule of
+`runtime/math_threads.py` between calls.
+
+Why: OpenBLAS splits a call evenly over its threads and waits for all of them.
+On a loaded small host the other core is often busy with other processes, the
+helper thread is not scheduled, and a 128x784 @ 784x256 MatMul that takes 1.1 ms
+on one thread takes 8-16 ms on two (measured on a 2-vCPU VM shared by other
+jobs); idle, two threads take half the time of one. Neither count wins always,
+so a node times its calls per multiply-add at both widths (a moving average)
+and uses the faster, trying the other again after a number of calls that
+doubles each time it loses (8 up to 512), so a bad width costs little once
+known and a changed load is noticed within a second or so.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from nbcluster.runtime import math_threads
+
+# Below this many multiply-adds OpenBLAS runs one thread by itself.
+MIN_MACS = 1 << 20
+_FIRST_PROBE = 8
+_MAX_PROBE = 512
+_ALPHA = 0.25
+_clock = time.perf_counter  # tests give a clock of their own
+
+
+class _Blas:
+    """Narrows the process's BLAS pools to one thread while any narrow call runs.
+
+    Calls on several executor threads overlap: the first one in saves the
+    pools' counts, the last one out puts them back.
+    """
+
+    def __init__(self) -> None:
+        self._setters = None
+        self._lock = threading.Lock()
+        self._inside = 0
+        self._saved: list = []
+
+    def enter(self) -> None:
+        with self._lock:
+            if self._setters is None:
+                self._setters = _find_setters()
+            if self._inside == 0:
+                self._saved = [(set_threads, get_threads())
+                               for get_threads, set_threads in self._setters]
+                for set_threads, _ in self._saved:
+                    set_threads(1)
+            self._inside += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._inside -= 1
+            if self._inside == 0:
+                for set_threads, threads in self._saved:
+                    set_threads(threads)
+
+
+def _find_setters() -> list:
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return []
+    out = []
+    for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
+        # threadpoolctl lets one thread own OpenBLAS's limits (the one that set
+        # them first); a per-call count from an executor thread must bypass that.
+        out.append((lib.get_num_threads,
+                    getattr(lib, "_real_set_num_threads", None) or lib.set_num_threads))
+    return out
+
+
+_BLAS = _Blas()
+
+
+class WidthChooser:
+    """One MatMul node's choice between the process's BLAS threads and one."""
+
+    def __init__(self) -> None:
+        self.narrow = False  # the width in use: False = the process's threads, True = 1
+        self.cost = [0.0, 0.0]  # seconds per multiply-add at [wide, narrow]; 0: unmeasured
+        self.calls = 0
+        self.probe_after = _FIRST_PROBE
+
+    def call(self, fn, macs: int):
+        """fn() at the width chosen for this call."""
+        wide = math_threads.current_threads()
+        if wide <= 1 or macs < MIN_MACS:
+            return fn()
+        self.calls += 1
+        probing = self.calls >= self.probe_after or not self.cost[not self.narrow]
+        narrow = (not self.narrow) if probing else self.narrow
+        if narrow:
+            _BLAS.enter()
+        start = _clock()
+        try:
+            return fn()
+        finally:
+            took = (_clock() - start) / macs
+            if narrow:
+                _BLAS.leave()
+            self._learn(narrow, took, probing)
+
+    def _learn(self, narrow: bool, took: float, probing: bool) -> None:
+        old = self.cost[narrow]
+        self.cost[narrow] = took if not old else old + _ALPHA * (took - old)
+        if probing:
+            self.calls = 0
+        other = self.cost[not self.narrow]
+        if other and self.cost[self.narrow] > other:
+            self.narrow = not self.narrow
+            self.probe_after = _FIRST_PROBE
+        elif probing:
+            self.probe_after = min(_MAX_PROBE, self.probe_after * 2)
