@@ -62,11 +62,11 @@ def read_request(reader: wire.FrameReader, kind: int, step_id: int, control: byt
     return request, _read_batch(reader, f"{REQUESTS[kind].__name__} feeds")
 
 
-def encode_reply(response, fetches: list) -> list:
+def encode_reply(response, fetches: list, shared=None) -> list:
     """The pieces of a reply frame: `response` (without tensors) then
-    `fetches` [(name, ndarray)] as one batch."""
+    `fetches` [(name, ndarray)] as one batch (`shared`: as `wire.encode_batch`'s)."""
     control = response.SerializeToString()
-    return [_REPLY.pack(b"R", len(control)) + control] + wire.encode_batch(fetches)
+    return [_REPLY.pack(b"R", len(control)) + control] + wire.encode_batch(fetches, shared)
 
 
 def read_reply(reader: wire.FrameReader, kind: int):

@@ -17,7 +17,9 @@ Layout (little-endian; a connection carries one request at a time):
     header  = u32 key_len, key utf-8, u8 form, u64 nbytes, then for form 0:
               u32 dtype (TF's DataType enum), u8 ndim, ndim * i64 dim
               form 0: the C-order little-endian array bytes; form 1: a
-              TensorProto (string tensors)
+              TensorProto (string tensors); form 2: form 0's header, the bytes
+              in a shared-memory block whose descriptor the frame carries
+              (`shm_blocks`), none in the stream
     error   = "X" i32 code, u32 len, message utf-8, u32 len, node name utf-8
 """
 from __future__ import annotations
@@ -35,6 +37,7 @@ from nbcluster import errors
 from nbcluster.rpc.codec.tensor_decoding import aligned_empty, decode_tensor
 from nbcluster.rpc.codec.tensor_encoding import encode_tensor, encoded_size
 from nbcluster.rpc.codec.tensor_values import BY_ENUM, ENUM_BY_NP
+from nbcluster.rpc.socket_transport import shm_blocks as shm
 
 STREAM, SINGLE, RUN_GRAPH, RUN_STEP = 1, 2, 3, 4
 _KINDS = (STREAM, SINGLE, RUN_GRAPH, RUN_STEP)
@@ -77,11 +80,18 @@ class FrameReader:
         self._view = memoryview(self._buf)
         self._start = self._end = 0
         self.deadline: Optional[float] = None
+        # Descriptors of shared-memory blocks come beside the bytes (SCM_RIGHTS).
+        self.shared = shm.Received() if sock.family == socket.AF_UNIX else None
 
     def _recv_into(self, view: memoryview) -> int:
         if self.deadline is not None:
             self._sock.settimeout(max(1e-3, self.deadline - time.monotonic()))
-        got = self._sock.recv_into(view)
+        if self.shared is None:
+            got = self._sock.recv_into(view)
+        else:
+            got, ancdata, flags, _ = self._sock.recvmsg_into([view], shm.FD_SPACE)
+            if ancdata or flags:
+                self.shared.add(ancdata, flags)
         if not got:
             raise ConnectionClosed()
         return got
@@ -126,11 +136,14 @@ def same_user(sock: socket.socket) -> bool:
     return _CREDS.unpack(creds)[1] == os.geteuid()
 
 
-def send_all(sock: socket.socket, pieces: list) -> None:
-    """Writes every piece (bytes or byte views), in order, in as few calls as the kernel allows."""
+def send_all(sock: socket.socket, pieces: list, fds: list = ()) -> None:
+    """Writes every piece (bytes or byte views), in order, in as few calls as the kernel
+    allows; `fds` (shared-memory blocks of the frame) go with the first bytes."""
     pieces = [memoryview(p).cast("B") for p in pieces if len(p)]
+    ancdata = shm.fd_message(list(fds))
     while pieces:
-        sent = sock.sendmsg(pieces[:512], (), socket.MSG_NOSIGNAL)
+        sent = sock.sendmsg(pieces[:512], ancdata, socket.MSG_NOSIGNAL)
+        ancdata = []
         while sent and sent >= pieces[0].nbytes:
             sent -= pieces.pop(0).nbytes
         if sent:
@@ -188,9 +201,10 @@ def _text(view: memoryview, what: str) -> str:
         raise malformed(f"{what} {bytes(view[:64])!r} is not utf-8") from None
 
 
-def encode_batch(pairs: list) -> list:
+def encode_batch(pairs: list, shared: Optional["shm.BlockPool"] = None) -> list:
     """The pieces of a batch frame for [(key, value)]; the payloads are views
-    of the arrays (send them before anything mutates the arrays)."""
+    of the arrays (send them before anything mutates the arrays). With
+    `shared`, large arrays go into its blocks instead (send `shared.take_fds()`)."""
     headers, payloads = [], []
     for key, value in pairs:
         arr = np.asarray(value)
@@ -203,9 +217,10 @@ def encode_batch(pairs: list) -> list:
             payloads += pieces
             continue
         arr = np.asarray(arr, dtype=arr.dtype.newbyteorder("<"), order="C")
-        headers += [_ENTRY.pack(0, arr.nbytes), _ARRAY.pack(enum, arr.ndim),
+        form = 2 if shared is not None and shared.share(arr) else 0
+        headers += [_ENTRY.pack(form, arr.nbytes), _ARRAY.pack(enum, arr.ndim),
                     struct.pack(f"<{arr.ndim}q", *arr.shape)]
-        if arr.nbytes:
+        if arr.nbytes and form == 0:
             payloads.append(memoryview(arr.reshape(-1).view(np.uint8)))
     head = b"".join(headers)
     return [_BATCH.pack(b"B", len(pairs), len(head)) + head] + payloads
@@ -256,7 +271,7 @@ def _parse_headers(head: bytes, count: int) -> list:
             form, nbytes = _ENTRY.unpack_from(head, at)
             at += _ENTRY.size
             spec = None
-            if form == 0:
+            if form in (0, 2):
                 enum, ndim = _ARRAY.unpack_from(head, at)
                 if ndim > _MAX_RANK:
                     raise malformed(f"rank {ndim} for tensor {key!r}")
@@ -265,7 +280,7 @@ def _parse_headers(head: bytes, count: int) -> list:
                 spec = (_numpy_dtype(enum, key), shape)
                 _check_size(key, spec, nbytes)
             elif form != 1:
-                raise malformed(f"tensor form {form} for {key!r}, expected 0 or 1")
+                raise malformed(f"tensor form {form} for {key!r}, expected 0, 1 or 2")
             entries.append((key, form, nbytes, spec))
     except struct.error:
         raise malformed(f"batch headers end early ({len(head)} bytes for {count} tensors)") \
@@ -295,6 +310,10 @@ def _read_value(reader: FrameReader, form: int, nbytes: int, spec):
         reader.into(memoryview(buf))
         return decode_tensor(buf)
     npd, shape = spec
+    if form == 2:
+        if reader.shared is None:
+            raise malformed("a shared-memory tensor on a socket that carries no descriptors")
+        return reader.shared.read(nbytes, npd, shape, aligned_empty)
     arr = aligned_empty(shape, npd)
     if nbytes:
         reader.into(memoryview(arr.reshape(-1).view(np.uint8)))

@@ -21,7 +21,7 @@ from typing import Optional
 
 from nbcluster import errors
 from nbcluster.distributed.master import CallerWatch
-from nbcluster.rpc.socket_transport import calls, frames as wire
+from nbcluster.rpc.socket_transport import calls, frames as wire, shm_blocks as shm
 from nbcluster.rpc.socket_transport.connections import enabled, socket_name
 from nbcluster.rpc.grpc_transport.master_service import serve_run_step
 from nbcluster.rpc.grpc_transport.worker_service import serve_run_graph
@@ -33,13 +33,17 @@ _JOIN_S = 5.0
 class _Connection:
     """One accepted consumer; `gone` once it hung up (checked by the waiting request)."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, blocks: Optional[shm.BlockPool] = None) -> None:
         self.sock = sock
         self.gone = False
         self.step_id: Optional[int] = None  # the request being answered
         self.running_graph: Optional[int] = None  # the step of a RunGraph under way
         self.running_step = None  # the CallerWatch of a RunStep under way
         self.thread: Optional[threading.Thread] = None
+        self.shared = blocks.lender() if blocks is not None else None  # large tensors' blocks
+
+    def send(self, pieces: list) -> None:
+        wire.send_all(self.sock, pieces, self.shared.take_fds() if self.shared else ())
 
 
 class DataPlaneServer:
@@ -70,6 +74,7 @@ class DataPlaneServer:
         self._connections: dict[int, _Connection] = {}
         self._threads: list = []  # every connection's, until it is joined or seen dead
         self._lock = threading.Lock()  # guards _connections, _threads and _closed
+        self._blocks = shm.BlockPool() if shm.enabled() else None
         self._closed = False
         self._watcher = threading.Thread(target=self._watch, name="nbcluster-dataplane",
                                          daemon=True)
@@ -119,6 +124,8 @@ class DataPlaneServer:
             threads, self._threads = self._threads, []
         for thread in threads:
             thread.join(timeout)
+        if self._blocks is not None and self._closed:
+            self._blocks.close()  # blocks still lent close when their connection ends
 
     def _watch(self) -> None:
         try:
@@ -149,7 +156,7 @@ class DataPlaneServer:
         if not wire.same_user(sock):  # another user of this host: it may ask over gRPC
             sock.close()
             return
-        conn = _Connection(sock)
+        conn = _Connection(sock, self._blocks)
         with self._lock:
             if self._closed:
                 sock.close()
@@ -193,6 +200,8 @@ class DataPlaneServer:
                 except errors.DataLossError as e:
                     wire.send_all(conn.sock, [wire.encode_error(e)])
                     return  # the framing is lost: this connection cannot go on
+                if conn.shared is not None:
+                    conn.shared.reclaim()  # the consumer read the previous reply to its end
                 conn.step_id = step_id
                 self._answer(conn, kind, step_id, keys, timeout)
                 conn.step_id = None
@@ -206,15 +215,15 @@ class DataPlaneServer:
         worker = self._worker
         try:
             if kind in calls.REQUESTS:
-                wire.send_all(conn.sock, self._call(conn, kind, *keys, timeout))
+                conn.send(self._call(conn, kind, *keys, timeout))
                 return
             if kind == wire.SINGLE:
                 value = worker.recv_tensor(step_id, keys[0], timeout,
                                            stopped=lambda: conn.gone)
-                wire.send_all(conn.sock, wire.encode_batch([(keys[0], value)]))
+                conn.send(wire.encode_batch([(keys[0], value)], conn.shared))
                 return
             for batch in worker.recv_tensors(step_id, keys, timeout, lambda: conn.gone):
-                wire.send_all(conn.sock, wire.encode_batch(batch))
+                conn.send(wire.encode_batch(batch, conn.shared))
             return
         except errors.OpError as e:
             error = e
@@ -241,13 +250,13 @@ class DataPlaneServer:
                     result = serve_run_step(self._master, request, feeds, caller)
                 finally:
                     conn.running_step = None
-                return calls.encode_reply(*result)
+                return calls.encode_reply(*result, conn.shared)
             conn.running_graph = request.step_id
             try:
                 result = serve_run_graph(self._worker, request, feeds, timeout)
             finally:
                 conn.running_graph = None
-            return calls.encode_reply(*result)
+            return calls.encode_reply(*result, conn.shared)
         except errors.OpError as e:
             error = e
         except Exception as e:  # noqa: BLE001 - a bug becomes INTERNAL, the server lives on
@@ -266,6 +275,8 @@ class DataPlaneServer:
                 except (KeyError, OSError, ValueError):
                     pass  # already unregistered on hang-up
         conn.sock.close()
+        if conn.shared is not None:
+            conn.shared.close()
 
 
 def _shutdown(sock: socket.socket) -> None:

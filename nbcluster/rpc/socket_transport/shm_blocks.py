@@ -1,0 +1,221 @@
+"""Large tensors on the same-host data plane through reused shared-memory blocks
+(memfd), whose file descriptors travel beside the frame (SCM_RIGHTS).
+
+Rules: a block has no name anywhere (memfd_create: nothing in /dev/shm), so
+when a process dies, even by SIGKILL, the kernel frees every block with its
+last descriptor and mapping; nothing is left to clean. The consumer copies a
+tensor out of the block before it reads the next frame, so the producer may
+reuse a block once the connection carries its next request (the previous
+reply was then read to its end). Frames stay those of `frames`: a
+tensor sent this way has form 2 (form 0's header; its bytes are in the
+block that the batch's next descriptor names, from offset 0).
+
+Why: through the socket, a tensor's bytes go through the kernel's buffers in
+small pieces (a syscall and two copies per piece); a block is one copy in and
+one out, and reusing it avoids the page faults of fresh memory each step.
+`NBCLUSTER_DATA_PLANE_SHM=0` on the producer's side turns it off.
+"""
+from __future__ import annotations
+
+import array
+import collections
+import mmap
+import os
+import socket
+import threading
+from typing import Optional
+
+import numpy as np
+
+from nbcluster import errors
+
+MIN_BYTES = 1 << 20  # smaller tensors go through the socket: a block's bookkeeping costs more
+MAX_PER_BATCH = 32  # descriptors in one frame (the reader's control buffer holds this many)
+_KEEP_FREE = 4  # free blocks a producer keeps for its next replies
+_KEEP_MAPPED = 8  # blocks a consumer process keeps mapped, the most recently used
+FD_SPACE = socket.CMSG_SPACE(MAX_PER_BATCH * array.array("i").itemsize)
+
+
+def enabled() -> bool:
+    """Whether this process sends large tensors through blocks."""
+    return hasattr(os, "memfd_create") and os.environ.get("NBCLUSTER_DATA_PLANE_SHM") != "0"
+
+
+class _Block:
+    def __init__(self, size: int) -> None:
+        self.fd = os.memfd_create("nbcluster-tensor", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(self.fd, size)
+            self.map = mmap.mmap(self.fd, size)
+        except OSError:
+            os.close(self.fd)
+            raise
+        self.size = size
+
+    def close(self) -> None:
+        self.map.close()
+        os.close(self.fd)
+
+
+class BlockPool:
+    """A producer's blocks, shared by its connections: each block is lent to
+    one reply and comes back when that connection carries its next request."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._free: list = []
+        self._closed = False
+
+    def lender(self) -> "Lender":
+        """What one connection lends from this pool."""
+        return Lender(self)
+
+    def take(self, nbytes: int) -> Optional[_Block]:
+        with self._lock:
+            # A free block up to twice the size is reused; memory it wastes is bounded.
+            fits = [b for b in self._free if nbytes <= b.size <= 2 * nbytes]
+            if fits:
+                block = min(fits, key=lambda b: b.size)
+                self._free.remove(block)
+                return block
+        try:
+            return _Block(nbytes)
+        except OSError:
+            return None  # no memory for a block now: the socket still works
+
+    def give_back(self, blocks: list) -> None:
+        with self._lock:
+            if self._closed:
+                old = blocks
+            else:
+                self._free += blocks
+                old = self._free[:-_KEEP_FREE] if len(self._free) > _KEEP_FREE else []
+                self._free = self._free[len(old):]
+        for block in old:
+            block.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            free, self._free = self._free, []
+        for block in free:
+            block.close()
+
+
+class Lender:
+    """One producer connection's blocks out on loan (one thread uses it)."""
+
+    def __init__(self, pool: BlockPool) -> None:
+        self._pool = pool
+        self._lent: list = []
+        self._unsent: list = []  # descriptors of blocks lent since the last `take_fds`
+
+    def share(self, arr: np.ndarray) -> bool:
+        """Copies `arr` (C-order, little-endian) into a block for the next frame;
+        False when it should go through the socket instead."""
+        if arr.nbytes < MIN_BYTES or len(self._unsent) >= MAX_PER_BATCH:
+            return False
+        block = self._pool.take(arr.nbytes)
+        if block is None:
+            return False
+        np.frombuffer(block.map, np.uint8, arr.nbytes)[:] = arr.reshape(-1).view(np.uint8)
+        self._lent.append(block)
+        self._unsent.append(block.fd)
+        return True
+
+    def take_fds(self) -> list:
+        """The descriptors the next frame must carry, in the order of its form-2 tensors."""
+        fds, self._unsent = self._unsent, []
+        return fds
+
+    def reclaim(self) -> None:
+        """The previous reply was read to its end: its blocks may be reused."""
+        lent, self._lent, self._unsent = self._lent, [], []
+        if lent:
+            self._pool.give_back(lent)
+
+    close = reclaim  # the connection ended: no reader is left to copy from them
+
+
+class _Mapped:
+    """The blocks this process keeps mapped (the most recently used): a block a
+    producer reuses is read again without faulting its pages in afresh."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._maps: "collections.OrderedDict" = collections.OrderedDict()
+
+    def view(self, fd: int, nbytes: int) -> memoryview:
+        info = os.fstat(fd)
+        key = (info.st_dev, info.st_ino)
+        with self._lock:
+            block = self._maps.pop(key, None)
+            if block is None or len(block) < nbytes:
+                if info.st_size < nbytes:
+                    raise errors.DataLossError(
+                        None, None, f"Malformed data-plane frame: a shared-memory block of "
+                                    f"{info.st_size} bytes for a tensor of {nbytes}")
+                block = mmap.mmap(fd, info.st_size, prot=mmap.PROT_READ)
+            self._maps[key] = block
+            old = []
+            while len(self._maps) > _KEEP_MAPPED:
+                old.append(self._maps.popitem(last=False)[1])
+        for stale in old:
+            try:
+                stale.close()
+            except BufferError:
+                pass  # another thread still copies from it; it closes when collected
+        return block
+
+    def __len__(self) -> int:
+        return len(self._maps)
+
+
+MAPPED = _Mapped()
+
+
+class Received:
+    """A consumer connection's descriptors not yet read."""
+
+    def __init__(self) -> None:
+        self.fds: collections.deque = collections.deque()
+
+    def add(self, ancdata: list, flags: int) -> None:
+        for level, kind, data in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds = array.array("i")
+                fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+                self.fds.extend(fds)
+        if flags & socket.MSG_CTRUNC:
+            raise errors.DataLossError(None, None, "Malformed data-plane frame: more shared-"
+                                                   "memory descriptors than one frame carries")
+
+    def read(self, nbytes: int, dtype: np.dtype, shape: tuple, out_factory) -> np.ndarray:
+        """The tensor in the next descriptor's block, copied into `out_factory(shape, dtype)`."""
+        if not self.fds:
+            raise errors.DataLossError(None, None, "Malformed data-plane frame: a shared-"
+                                                   "memory tensor without its descriptor")
+        fd = self.fds.popleft()
+        try:
+            block = MAPPED.view(fd, nbytes)
+        finally:
+            os.close(fd)
+        arr = out_factory(shape, dtype)
+        if nbytes:
+            arr.reshape(-1).view(np.uint8)[:] = np.frombuffer(block, np.uint8, nbytes)
+        return arr
+
+    def close(self) -> None:
+        while self.fds:
+            os.close(self.fds.popleft())
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except (OSError, ValueError):
+            pass
+
+
+def fd_message(fds: list) -> list:
+    """The ancillary data of a sendmsg carrying `fds`."""
+    return [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []

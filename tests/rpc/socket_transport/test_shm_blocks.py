@@ -1,0 +1,163 @@
+"""rpc/socket_transport/shm_blocks.py: large tensors between tasks of one host go through reused
+memfd blocks whose descriptors travel beside the frames; nothing is left in /dev/shm,
+even when the tasks die by SIGKILL."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nbcluster.launch import free_ports
+from nbcluster.rpc.socket_transport import frames as wire, shm_blocks as shm
+from process_checks import kill_pids, wait_gone
+
+ROOT = Path(__file__).resolve().parents[3]
+TIMEOUT_S = 90
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="needs memfd_create "
+                                "(Linux)")
+
+
+def _pair():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return a, b, wire.FrameReader(b)
+
+
+def _send(sock, pool, pairs):
+    wire.send_all(sock, wire.encode_batch(pairs, pool), pool.take_fds())
+
+
+def test_large_arrays_go_through_blocks_with_their_values_and_small_ones_inline():
+    a, b, reader = _pair()
+    pool = shm.BlockPool().lender()
+    try:
+        big = np.arange(shm.MIN_BYTES // 4 * 3, dtype=np.float32).reshape(3, -1)
+        small = np.arange(10, dtype=np.int64)
+        _send(a, pool, [("big", big), ("small", small), ("f64", big.astype(np.float64))])
+        got = dict(wire.read_reply(reader))
+        np.testing.assert_array_equal(got["big"], big)
+        np.testing.assert_array_equal(got["small"], small)
+        np.testing.assert_array_equal(got["f64"], big.astype(np.float64))
+        assert got["big"].dtype == np.float32 and got["f64"].dtype == np.float64
+        assert got["big"].flags.writeable  # the consumer's own copy, not the block
+        assert len(pool._lent) == 2 and not reader.shared.fds
+    finally:
+        pool.close()
+        a.close()
+        b.close()
+
+
+def test_a_block_is_reused_only_after_the_reply_was_read_and_received_values_stay():
+    a, b, reader = _pair()
+    pool = shm.BlockPool().lender()
+    try:
+        first = np.full(shm.MIN_BYTES // 4, 1.0, np.float32)
+        _send(a, pool, [("x", first)])
+        (_, one), = wire.read_reply(reader)
+        block = pool._lent[0]
+        _send(a, pool, [("y", first * 2)])  # same reply: a second block, not the first
+        second = pool._lent[1]
+        assert second is not block
+        (_, two), = wire.read_reply(reader)
+        pool.reclaim()  # the next request came: both may be reused
+        _send(a, pool, [("z", first * 3)])
+        assert pool._lent == [block] or pool._lent == [second]  # no new block
+        assert len(shm.MAPPED) <= shm._KEEP_MAPPED
+        (_, three), = wire.read_reply(reader)
+        assert set(np.unique(one)) == {1.0} and set(np.unique(two)) == {2.0}
+        assert set(np.unique(three)) == {3.0}
+    finally:
+        pool.close()
+        a.close()
+        b.close()
+
+
+def test_a_block_named_but_missing_is_data_loss():
+    a, b, reader = _pair()
+    try:
+        pool = shm.BlockPool().lender()
+        pieces = wire.encode_batch([("x", np.zeros(shm.MIN_BYTES // 4, np.float32))], pool)
+        wire.send_all(a, pieces)  # the descriptor left out
+        with pytest.raises(Exception) as e:
+            wire.read_reply(reader)
+        assert "descriptor" in str(e.value)
+        pool.close()
+    finally:
+        a.close()
+        b.close()
+
+
+# A ps holding a 8 MiB variable, and a worker that pulls it through the data plane.
+_PS = """
+import json, sys
+import nbcluster as tf
+cluster = json.loads(sys.argv[1])
+server = tf.distribute.Server(cluster, job_name="ps", task_index=0)
+print("ready", flush=True)
+server.join()
+"""
+_WORKER = """
+import json, sys
+import numpy as np
+import nbcluster as tf
+cluster = json.loads(sys.argv[1])
+server = tf.distribute.Server(cluster, job_name="worker", task_index=0)
+n = 2 * 2 ** 20
+with tf.Graph().as_default():
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(tf.range(n, dtype=tf.float32) * 0.5, name="blob")
+    with tf.device("/job:worker/task:0"):
+        pulled = tf.identity(v) + 1.0
+    with tf.Session(server.target) as sess:
+        sess.run(v.initializer)
+        ok = [bool(np.array_equal(sess.run(pulled), np.arange(n, dtype=np.float32) * 0.5 + 1))
+              for _ in range(3)]
+maps = open("/proc/self/maps").read()
+print(json.dumps({"ok": ok, "memfd": "memfd:nbcluster-tensor" in maps}), flush=True)
+sys.stdin.read()
+"""
+
+
+def _shm_names() -> set:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+@pytest.mark.timeout(TIMEOUT_S * 2)
+def test_tasks_killed_by_sigkill_leave_nothing_in_dev_shm():
+    ports = free_ports(2)
+    cluster = json.dumps({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env.pop("NBCLUSTER_DATA_PLANE", None)
+    env.pop("NBCLUSTER_DATA_PLANE_SHM", None)
+    before = _shm_names()
+    procs = []
+    try:
+        ps = subprocess.Popen([sys.executable, "-c", _PS, cluster], env=env,
+                              stdout=subprocess.PIPE, text=True)
+        procs.append(ps)
+        assert ps.stdout.readline().strip() == "ready"
+        worker = subprocess.Popen([sys.executable, "-c", _WORKER, cluster], env=env,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        procs.append(worker)
+        report = json.loads(worker.stdout.readline())
+        assert report == {"ok": [True, True, True], "memfd": True}
+        # Killed while the worker still maps the blocks and the ps keeps them for reuse.
+        for p in procs:
+            os.kill(p.pid, signal.SIGKILL)
+        assert wait_gone([p.pid for p in procs]) == []
+        assert _shm_names() - before == set()
+    finally:
+        kill_pids([p.pid for p in procs if p.poll() is None])
+        for p in procs:
+            p.wait()
+            p.stdout.close()
+            if p.stdin:
+                p.stdin.close()
