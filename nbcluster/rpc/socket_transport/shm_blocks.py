@@ -29,7 +29,7 @@ import numpy as np
 
 from nbcluster import errors
 
-MIN_BYTES = 1 << 20  # smaller tensors go through the socket: a block's bookkeeping costs more
+MIN_BYTES = 1 << 20  # smaller tensors go through the socket: no measurable gain below
 MAX_PER_BATCH = 32  # descriptors in one frame (the reader's control buffer holds this many)
 _KEEP_FREE = 4  # free blocks a producer keeps for its next replies
 _KEEP_MAPPED = 8  # blocks a consumer process keeps mapped, the most recently used
