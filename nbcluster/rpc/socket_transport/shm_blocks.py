@@ -30,9 +30,13 @@ import numpy as np
 from nbcluster import errors
 
 MIN_BYTES = 1 << 20  # smaller tensors go through the socket: no measurable gain below
+# Larger ones too: a block is a second copy of its tensor, kept for reuse.
+MAX_BYTES = 256 << 20
 MAX_PER_BATCH = 32  # descriptors in one frame (the reader's control buffer holds this many)
-_KEEP_FREE = 4  # free blocks a producer keeps for its next replies
-_KEEP_MAPPED = 8  # blocks a consumer process keeps mapped, the most recently used
+_KEEP_FREE = 4  # free blocks a producer keeps for its next replies ...
+_KEEP_FREE_BYTES = 256 << 20  # ... up to this many bytes in all
+_KEEP_MAPPED = 8  # blocks a consumer process keeps mapped, the most recently used ...
+_KEEP_MAPPED_BYTES = 256 << 20  # ... up to this many bytes in all
 FD_SPACE = socket.CMSG_SPACE(MAX_PER_BATCH * array.array("i").itemsize)
 
 
@@ -89,8 +93,10 @@ class BlockPool:
                 old = blocks
             else:
                 self._free += blocks
-                old = self._free[:-_KEEP_FREE] if len(self._free) > _KEEP_FREE else []
-                self._free = self._free[len(old):]
+                old = []
+                while self._free and (len(self._free) > _KEEP_FREE or
+                                      sum(b.size for b in self._free) > _KEEP_FREE_BYTES):
+                    old.append(self._free.pop(0))
         for block in old:
             block.close()
 
@@ -113,7 +119,7 @@ class Lender:
     def share(self, arr: np.ndarray) -> bool:
         """Copies `arr` (C-order, little-endian) into a block for the next frame;
         False when it should go through the socket instead."""
-        if arr.nbytes < MIN_BYTES or len(self._unsent) >= MAX_PER_BATCH:
+        if not MIN_BYTES <= arr.nbytes <= MAX_BYTES or len(self._unsent) >= MAX_PER_BATCH:
             return False
         block = self._pool.take(arr.nbytes)
         if block is None:
@@ -158,7 +164,8 @@ class _Mapped:
                 block = mmap.mmap(fd, info.st_size, prot=mmap.PROT_READ)
             self._maps[key] = block
             old = []
-            while len(self._maps) > _KEEP_MAPPED:
+            while len(self._maps) > 1 and (len(self._maps) > _KEEP_MAPPED or sum(
+                    len(m) for m in self._maps.values()) > _KEEP_MAPPED_BYTES):
                 old.append(self._maps.popitem(last=False)[1])
         for stale in old:
             try:

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -161,3 +162,28 @@ def test_tasks_killed_by_sigkill_leave_nothing_in_dev_shm():
             p.stdout.close()
             if p.stdin:
                 p.stdin.close()
+
+
+def test_memory_kept_for_reuse_is_bounded_and_huge_tensors_keep_the_socket(monkeypatch):
+    monkeypatch.setattr(shm, "MAX_BYTES", 4 * shm.MIN_BYTES)
+    monkeypatch.setattr(shm, "_KEEP_FREE_BYTES", 3 * shm.MIN_BYTES)
+    a, b, reader = _pair()
+    pool = shm.BlockPool()
+    lender = pool.lender()
+    try:
+        huge = np.ones(5 * shm.MIN_BYTES // 4, np.float32)
+        parts = [(f"t{i}", np.full(shm.MIN_BYTES // 4, i, np.float32)) for i in range(4)]
+        # The huge one fills the socket: read while it is sent.
+        sender = threading.Thread(target=_send, args=(a, lender, [("huge", huge)] + parts))
+        sender.start()
+        got = dict(wire.read_reply(reader))
+        sender.join(10)
+        assert len(lender._lent) == 4  # the huge one went through the socket
+        np.testing.assert_array_equal(got["huge"], huge)
+        assert all(set(np.unique(got[k])) == {v[0]} for k, v in parts)
+        lender.reclaim()
+        assert sum(block.size for block in pool._free) <= 3 * shm.MIN_BYTES
+    finally:
+        pool.close()
+        a.close()
+        b.close()
