@@ -14,8 +14,10 @@ on one thread takes 8-16 ms on two (measured on a 2-vCPU VM shared by other
 jobs); idle, two threads take half the time of one. Neither count wins always,
 so a node times its calls per multiply-add at both widths (a moving average)
 and uses the faster, trying the other again after a number of calls that
-doubles each time it loses (8 up to 512), so a bad width costs little once
-known and a changed load is noticed within a second or so.
+doubles each time it loses (32 up to 4096). The costs are lopsided (a
+collapsed wide call costs ten narrow ones, a narrow call at most two wide
+ones), so a node starts at one thread and goes wide only while that is 20%
+faster; a wide call that collapses sends it back at once.
 """
 from __future__ import annotations
 
@@ -26,9 +28,10 @@ from nbcluster.runtime import math_threads
 
 # Below this many multiply-adds OpenBLAS runs one thread by itself.
 MIN_MACS = 1 << 20
-_FIRST_PROBE = 8
-_MAX_PROBE = 512
+_FIRST_PROBE = 32
+_MAX_PROBE = 4096
 _ALPHA = 0.25
+_WIDE_GAIN = 0.8  # the wide width's cost must be below this share of the narrow one's
 _clock = time.perf_counter  # tests give a clock of their own
 
 
@@ -85,7 +88,7 @@ class WidthChooser:
     """One MatMul node's choice between the process's BLAS threads and one."""
 
     def __init__(self) -> None:
-        self.narrow = False  # the width in use: False = the process's threads, True = 1
+        self.narrow = True  # the width in use: False = the process's threads, True = 1
         self.cost = [0.0, 0.0]  # seconds per multiply-add at [wide, narrow]; 0: unmeasured
         self.calls = 0
         self.probe_after = _FIRST_PROBE
@@ -114,9 +117,12 @@ class WidthChooser:
         self.cost[narrow] = took if not old else old + _ALPHA * (took - old)
         if probing:
             self.calls = 0
-        other = self.cost[not self.narrow]
-        if other and self.cost[self.narrow] > other:
-            self.narrow = not self.narrow
+        wide, narrow = self.cost
+        if not (wide and narrow):
+            return
+        want_narrow = not wide < _WIDE_GAIN * narrow
+        if want_narrow != self.narrow:
+            self.narrow = want_narrow
             self.probe_after = _FIRST_PROBE
         elif probing:
             self.probe_after = min(_MAX_PROBE, self.probe_after * 2)
