@@ -1,7 +1,8 @@
 """TensorFlow 2's parameter-server training, as its tutorial runs it across processes:
 every task reads TF_CONFIG; the ps and worker tasks only serve, the chief builds a
 `ParameterServerStrategy`, creates the variables under its scope, and schedules a
-traced training step on the workers through a `ClusterCoordinator`.
+traced training step on the workers through a `ClusterCoordinator`, each worker
+reading its own `tf.data` pipeline.
 
 Run one process per task, in any order, each with its own TF_CONFIG (task types
 "chief", "ps", "worker"), e.g.:
@@ -30,9 +31,10 @@ def train(resolver):
     params = [w1, b1, w2, b2]
     optimizer = tf.train.GradientDescentOptimizer(0.2)
 
-    def dataset_fn():
-        data = mnist_data.read_data_sets(seed=np.random.randint(1 << 20))
-        return iter(lambda: data.train.next_batch(64), None)
+    def dataset_fn():  # as TF2's tutorial: a tf.data pipeline, built on each worker
+        train = mnist_data.read_data_sets(seed=0).train
+        return tf.data.Dataset.from_tensor_slices((train.images, train.labels)) \
+            .shuffle(1024, seed=np.random.randint(1 << 20)).repeat().batch(64)
 
     @tf.function
     def train_step(iterator):
