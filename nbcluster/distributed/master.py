@@ -102,14 +102,19 @@ class Master:
       default_config: a ConfigProto every session's config is merged over.
       connect: address -> WorkerClient, for sessions that bring their own
         cluster (ConfigProto.cluster_def); the server passes the gRPC one.
+      check_cluster: (spec, local task, what) -> None, raising where a
+        session's own cluster names a task this master may not reach
+        (the server's `rpc.peer_check.PeerCheck`).
     """
 
     def __init__(self, local_task: tuple, worker_cache, default_config=None,
-                 connect: Optional[Callable] = None) -> None:
+                 connect: Optional[Callable] = None,
+                 check_cluster: Optional[Callable] = None) -> None:
         self.local_task = local_task
         self.worker_cache = worker_cache
         self.default_config = default_config or config_pb2.ConfigProto()
         self.connect = connect
+        self.check_cluster = check_cluster
         self._sessions: dict[str, MasterSession] = {}
         self._lock = threading.Lock()
         self._handles = itertools.count(1)
@@ -177,6 +182,8 @@ class Master:
                 None, None, f"A session with a cluster_def needs its target to find the "
                             f"master's task, and none was given. ClusterDef: {spec}")
         local = match_target(spec, target)
+        if self.check_cluster is not None:
+            self.check_cluster(spec, local, "CreateSession's cluster_def")
         if self.connect is None and sum(spec.num_tasks(j) for j in spec.jobs) > 1:
             raise errors.UnimplementedError(
                 None, None, "This master has no way to reach tasks by address, so it "

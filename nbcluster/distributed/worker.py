@@ -28,6 +28,7 @@ from nbcluster.distributed.tensor_serving import TensorServer
 from nbcluster.distributed.transport import RunGraphResult
 from nbcluster.distributed.worker_session import WorkerSession, propagated_session
 from nbcluster.distributed.worker_steps import StepTable
+from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.kernels import load_all
 from nbcluster.proto import worker_pb2
@@ -63,6 +64,8 @@ class Worker:
       peers: (job, task) -> WorkerClient of the server's cluster, for recvs.
       connect: address -> WorkerClient, for sessions that bring their own
         cluster (the server passes the gRPC one).
+      check_cluster: (spec, this task, what) -> None, raising where a
+        session's ServerDef names a task this worker may not reach.
       parallelism: a graph's inter-op threads when its session sets none: the
         task's math-thread share (`runtime/math_threads.py`); 0 means this
         process's. More than the task's cores only add thread wakes (~0.1 ms each).
@@ -70,13 +73,14 @@ class Worker:
 
     def __init__(self, job: str, task: int, devices: list,
                  peers: Optional[Callable] = None, connect: Optional[Callable] = None,
-                 parallelism: int = 0) -> None:
+                 parallelism: int = 0, check_cluster: Optional[Callable] = None) -> None:
         self.job, self.task = job, task
         self.parallelism = parallelism
         self.devices = {d.name: d for d in devices}
         self.incarnation = devices[0].incarnation
         self.resources = ResourceMgr()
         self._connect = connect
+        self._check_cluster = check_cluster
         self._clients: dict = {}  # address -> client, for propagated sessions
         self._lock = threading.Lock()
         # Sessions on the server's own cluster that keep no state of their own
@@ -131,6 +135,10 @@ class Worker:
         if server_def is not None:
             session = propagated_session(server_def, self.devices, self.resources, isolate,
                                          self._client_at if self._connect else None)
+            if self._check_cluster is not None:
+                self._check_cluster(ClusterSpec(server_def.cluster),
+                                    (server_def.job_name, server_def.task_index),
+                                    "CreateWorkerSession's ServerDef")
         elif isolate:
             session = WorkerSession((self.job, self.task), self.devices, ResourceMgr(), True,
                                     self._default.peer)

@@ -58,7 +58,9 @@ class Cluster:
     def __init__(self, tasks: list, launcher, name: Optional[str], config=None) -> None:
         self.name = name or f"cluster-{next(_names)}"
         self._tasks = {(t.job, t.index): t for t in tasks}
-        self._token: Optional[str] = None  # the tasks' token (rpc/tokens.py), if any
+        self._token: Optional[str] = None  # the tasks' token (rpc/grpc_transport/tokens.py), if any
+        self._tls: Optional[bool] = None  # TLS asked for (None: off loopback only)
+        self._ca = None  # the cluster's certificates.ClusterCA once its tasks use TLS
         self._launcher = launcher  # None: connected, owns no process
         self._config = config_json(config)
         self._status = StatusClient()
@@ -72,7 +74,8 @@ class Cluster:
     def local(cls, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None, config=None,
               env: Optional[dict] = None, host: str = "127.0.0.1", timeout: float = 60.0,
               name: Optional[str] = None, devices: Optional[dict] = None,
-              checkpoint_dir=None, server: str = "nbcluster") -> "Cluster":
+              checkpoint_dir=None, server: str = "nbcluster",
+              tls: Optional[bool] = None) -> "Cluster":
         """Starts `ps` + `worker` tasks (or `jobs`, e.g. {"chief": 1, "worker": 3}) here.
 
         Args:
@@ -89,6 +92,9 @@ class Cluster:
             process's working directory.
           server: "tensorflow" starts real `tf.distribute.Server` tasks instead
             (TensorFlow installed: the `interop` extra); they check no token.
+          tls: serve TLS, each task with a certificate from a CA made for this
+            cluster (docs/security.md); default: only where a task is off
+            loopback (True forces it on loopback too). Every launcher takes it.
         Returns:
           A started Cluster.
         Raises:
@@ -100,14 +106,14 @@ class Cluster:
         if checkpoint_dir is not None:
             env = {**(env or {}), "NBCLUSTER_CHECKPOINT_DIR": os.path.abspath(checkpoint_dir)}
         return cls._started(tasks, LocalLauncher(env=env, server=server), name, config, timeout,
-                            devices)
+                            devices, tls)
 
     @classmethod
     def ssh(cls, hosts, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None,
             python: str = "python3", user: Optional[str] = None, key: Optional[str] = None,
             port: int = 22, ssh_options=(), config=None, env: Optional[dict] = None,
             timeout: float = 60.0, name: Optional[str] = None,
-            devices: Optional[dict] = None) -> "Cluster":
+            devices: Optional[dict] = None, tls: Optional[bool] = None) -> "Cluster":
         """Starts tasks over SSH on `hosts`, assigned round robin, ps tasks first.
 
         Args:
@@ -131,7 +137,7 @@ class Cluster:
         tasks = [Task(job, i, next(slots), 0) for job, n in jobs.items() for i in range(n)]
         launcher = SSHLauncher(python=python, user=user, key=key, port=port,
                                ssh_options=ssh_options, env=env)
-        return cls._started(tasks, launcher, name, config, timeout, devices)
+        return cls._started(tasks, launcher, name, config, timeout, devices, tls)
 
     @classmethod
     def slurm(cls, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None,
@@ -139,7 +145,7 @@ class Cluster:
               cpus_per_task: Optional[int] = None, gpus_per_task: Optional[int] = None,
               sbatch_options=(), python: Optional[str] = None, env: Optional[dict] = None,
               config=None, timeout: float = 60.0, wait: bool = True,
-              name: Optional[str] = None) -> "Cluster":
+              name: Optional[str] = None, tls: Optional[bool] = None) -> "Cluster":
         """Asks Slurm for one allocation holding every task; each task is an srun step in it.
 
         Args:
@@ -163,12 +169,13 @@ class Cluster:
                        cpus_per_task=cpus_per_task, gpus_per_task=gpus_per_task,
                        sbatch_options=sbatch_options, python=python, env=env)
         return SlurmCluster.submit(job_counts(ps, worker, jobs), options, config=config,
-                                   timeout=timeout, wait=wait, name=name)
+                                   timeout=timeout, wait=wait, name=name, tls=tls)
 
     @classmethod
     def dask(cls, client, ps: int = 1, worker: int = 2, *, jobs: Optional[dict] = None,
              python: Optional[str] = None, env: Optional[dict] = None, config=None,
-             timeout: float = 60.0, name: Optional[str] = None) -> "Cluster":
+             timeout: float = 60.0, name: Optional[str] = None,
+             tls: Optional[bool] = None) -> "Cluster":
         """Starts one task per worker of a Dask cluster (extra `dask`), by a WorkerPlugin.
 
         A Dask worker that restarts (same name) brings its task back at the same
@@ -184,13 +191,14 @@ class Cluster:
         from nbcluster.launch.dask import DaskLauncher
         launcher = DaskLauncher(client, python=python, env=env)
         tasks = launcher.assign(job_counts(ps, worker, jobs), timeout)
-        return cls._started(tasks, launcher, name, config, timeout)
+        return cls._started(tasks, launcher, name, config, timeout, tls=tls)
 
     @classmethod
     def ray(cls, address: Optional[str] = None, ps: int = 1, worker: int = 2, *,
             jobs: Optional[dict] = None, resources_per_task: Optional[dict] = None,
             max_restarts: int = -1, python: Optional[str] = None, env: Optional[dict] = None,
-            config=None, timeout: float = 60.0, name: Optional[str] = None) -> "Cluster":
+            config=None, timeout: float = 60.0, name: Optional[str] = None,
+            tls: Optional[bool] = None) -> "Cluster":
         """Starts each task as a Ray actor, all in one placement group (extra `ray`).
 
         An actor whose worker process dies is restarted by Ray (`max_restarts`)
@@ -215,12 +223,12 @@ class Cluster:
         except BaseException:
             launcher.close()
             raise
-        return cls._started(tasks, launcher, name, config, timeout)
+        return cls._started(tasks, launcher, name, config, timeout, tls=tls)
 
     @classmethod
     def from_spec(cls, spec, launcher="local", *, config=None, timeout: float = 60.0,
                   name: Optional[str] = None, devices: Optional[dict] = None,
-                  **launcher_options) -> "Cluster":
+                  tls: Optional[bool] = None, **launcher_options) -> "Cluster":
         """Starts one task per address of `spec` (port 0: a free port is picked).
 
         Args:
@@ -231,11 +239,12 @@ class Cluster:
         """
         tasks = spec_tasks(spec)
         return cls._started(tasks, make_launcher(launcher, launcher_options), name, config,
-                            timeout, devices)
+                            timeout, devices, tls)
 
     @classmethod
     def connect(cls, spec=None, *, record: Optional[str] = None, timeout: float = 10.0,
-                name: Optional[str] = None, token: Optional[str] = None) -> "Cluster":
+                name: Optional[str] = None, token: Optional[str] = None,
+                tls_ca=None) -> "Cluster":
         """The servers of `spec`, which someone else started: `stop()` kills none.
 
         Args:
@@ -246,12 +255,18 @@ class Cluster:
           token: the cluster's token, sent on every call to its tasks from this
             process (Session(target) too); default the record's, else
             NBCLUSTER_TOKEN, else the file NBCLUSTER_TOKEN_FILE names.
+          tls_ca: the cluster CA's certificate (PEM bytes, or a file's path):
+            calls from this process to its tasks use TLS and verify them
+            against it; default the record's, else as every client finds one
+            (the CA of a record on this host for those addresses, else
+            NBCLUSTER_TLS_CA, a path), else plaintext.
         Raises:
           TimeoutError: some task did not answer GetStatus within `timeout`.
           ValueError: both or neither of `spec` and `record`, or no running
             cluster `record` here.
         """
         from nbcluster.rpc.grpc_transport import tokens
+        from nbcluster.rpc.grpc_transport import tls_material
         if (spec is None) == (record is None):
             raise ValueError("Cluster.connect takes a spec or record=, exactly one of them")
         if record is not None:
@@ -263,12 +278,19 @@ class Cluster:
             for t in sorted(found["tasks"], key=lambda t: (t["job"], t["index"])):
                 spec.setdefault(t["job"], {})[t["index"]] = t["address"]
             name, token = name or found.get("name"), token or found.get("token")
+            if tls_ca is None and found.get(tls_material.RECORD_FIELD):
+                tls_ca = found[tls_material.RECORD_FIELD].encode("ascii")
         tasks = spec_tasks(spec)
         token = token or tokens.from_environment()
+        if isinstance(tls_ca, (str, os.PathLike)):
+            with open(tls_ca, "rb") as f:
+                tls_ca = f.read()
         for task in tasks:
             task.state = "up"
             if token:
                 tokens.register(task.address, token)
+            if tls_ca:
+                tls_material.register_ca(task.address, tls_ca)
         cluster = cls(tasks, None, name)
         cluster._token = token
         try:
@@ -280,7 +302,7 @@ class Cluster:
 
     @classmethod
     def _started(cls, tasks: list, launcher, name, config, timeout: float,
-                 devices: Optional[dict] = None) -> "Cluster":
+                 devices: Optional[dict] = None, tls: Optional[bool] = None) -> "Cluster":
         indices: dict = {}
         for t in tasks:
             indices.setdefault(t.job, []).append(t.index)
@@ -288,10 +310,7 @@ class Cluster:
         for t in tasks:
             t.devices = per_task.get((t.job, t.index), t.devices)
         cluster = cls(tasks, launcher, name, config)
-        if getattr(launcher, "launch", None) is None and \
-                getattr(launcher, "authenticates", True):  # Dask/Ray engines: not yet
-            from nbcluster.rpc.grpc_transport import tokens
-            cluster._token = tokens.new_token()  # one per cluster, never on a command line
+        cluster._tls = tls
         try:
             cluster._launch(timeout)
         except BaseException:
@@ -301,14 +320,22 @@ class Cluster:
         return cluster
 
     def _launch(self, timeout: float) -> None:
+        from nbcluster.launch import task_secrets
+        from nbcluster.rpc.grpc_transport import tokens
         self._logdir.append(tempfile.mkdtemp(prefix=f"nbcluster-{os.getpid()}-"))
+        secured = getattr(self._launcher, "authenticates", True)  # not TF's own servers
+        if secured:
+            self._token = self._token or tokens.new_token()  # one per cluster, never on argv
+        if secured and self._ca is None and task_secrets.wants_tls(
+                self._tls, (t.host for t in self._tasks.values())):
+            self._ca = task_secrets.new_ca(self.name)
         launch = getattr(self._launcher, "launch", None)  # an engine that starts all at once
         if launch is not None:
             launch(list(self._tasks.values()), self._status, self._logdir[0], self._config,
-                   timeout)
+                   timeout, token=self._token, ca=self._ca)
             return
         start_tasks(list(self._tasks.values()), self._launcher, self._status, self._logdir[0],
-                    self._config, timeout, self._token)
+                    self._config, timeout, self._token, self._ca)
 
     # -- queries ---------------------------------------------------------------
     @property
@@ -469,7 +496,7 @@ class Cluster:
             task.process.signal(signal.SIGKILL)
             task.process.stop(10.0)
         start_task(task, list(self._tasks.values()), self._launcher, self._status,
-                   self._logdir[0], self._config, self._token)
+                   self._logdir[0], self._config, self._token, self._ca)
         await_tasks([task], self._status, 60.0, raise_on_bind=True)
         records.write(self)  # its new pid
         return f"grpc://{task.address}"
@@ -482,6 +509,9 @@ class Cluster:
         self._finalizer.detach()
         records.remove(self)
         _shutdown(self._tasks, self._launcher, self._status, self._logdir, grace)
+        if self._ca is not None:
+            from nbcluster.launch import task_secrets
+            task_secrets.forget(self._tasks.values(), self._ca)
 
     def __enter__(self) -> "Cluster":
         return self

@@ -11,6 +11,10 @@ Rules:
   spawned by nbcluster's process-long spawner thread, never by a submitted
   task's pool thread: the parent-death signal follows the forking thread.
 - `close()` unregisters the plugin, whose `teardown()` stops what is left.
+- Each task's token and TLS material travel in the plugin (Dask's own
+  channel, as every task's arguments do), never on the task's command line:
+  the worker hands the token to its task in the environment and writes the
+  certificate and key as 0600 files (launch/task_secrets.py).
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from typing import Optional
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from nbcluster.launch import task_secrets
 from nbcluster.launch.errors import LaunchError
 from nbcluster.launch.launcher import EngineProcess
 from nbcluster.launch.process import child_env, free_ports, spawn, wait_port_free
@@ -35,12 +40,14 @@ class NBClusterTasks(WorkerPlugin):
     """Runs the nbcluster task assigned to this worker's name as the worker's child."""
 
     def __init__(self, name: str, assignment: dict, spec: dict, python: str, env: dict,
-                 config: Optional[str], logdir: str) -> None:
+                 config: Optional[str], logdir: str, secrets: Optional[dict] = None) -> None:
         self.name = name
         self.assignment = assignment  # worker name -> [job, index, host, port]
         self.spec, self.python, self.env = spec, python, env
         self.config, self.logdir = config, logdir
+        self.secrets = secrets or {}  # worker name -> its task's token and TLS entries
         self.proc: Optional[subprocess.Popen] = None
+        self.tls_folder: Optional[str] = None
 
     def setup(self, worker) -> None:
         if str(worker.name) in self.assignment:
@@ -56,8 +63,11 @@ class NBClusterTasks(WorkerPlugin):
         if self.config:
             argv[-1:-1] = ["--config", self.config]
         os.makedirs(self.logdir, exist_ok=True)
+        task_secrets.discard(self.tls_folder)
+        env, self.tls_folder = task_secrets.materialize(
+            {**self.env, **self.secrets.get(str(worker.name), {})})
         with open(os.path.join(self.logdir, f"{job}-{index}.log"), "ab") as log:
-            self.proc = spawn(argv, env=child_env(self.env), stdin=subprocess.DEVNULL,
+            self.proc = spawn(argv, env=child_env(env), stdin=subprocess.DEVNULL,
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         return self.proc.pid
 
@@ -74,9 +84,11 @@ class NBClusterTasks(WorkerPlugin):
 
     def teardown(self, worker) -> None:
         self.stop(5.0)
+        task_secrets.discard(self.tls_folder)
 
     def __getstate__(self) -> dict:  # sent to every worker: never a Popen
-        return {k: v for k, v in self.__dict__.items() if k != "proc"} | {"proc": None}
+        return {k: v for k, v in self.__dict__.items() if k != "proc"} | {"proc": None,
+                                                                           "tls_folder": None}
 
 
 # -- run on a worker by client.run ------------------------------------------------------
@@ -181,8 +193,12 @@ class DaskLauncher:
         return tasks
 
     def launch(self, tasks: list, status, logdir: str, config: Optional[str],
-               timeout: float) -> None:
-        """Registers the plugin (every worker starts its task), then waits for all."""
+               timeout: float, token: Optional[str] = None, ca=None) -> None:
+        """Registers the plugin (every worker starts its task), then waits for all.
+
+        Args:
+          token, ca: the cluster's token and ClusterCA (None: no TLS).
+        """
         spec: dict = {}
         for task in sorted(tasks, key=lambda t: (t.job, t.index)):
             spec.setdefault(task.job, []).append(task.address)
@@ -192,8 +208,10 @@ class DaskLauncher:
         for task in tasks:
             task.log_path = os.path.join(logdir, f"{task.job}-{task.index}.log")
             task.process = DaskProcess(self, self._names[(task.job, task.index)])
+        secrets = {self._names[(t.job, t.index)]: task_secrets.task_env(t, token, ca, None)
+                   for t in tasks}
         plugin = NBClusterTasks(self.plugin_name, assignment, spec, self.python, self.env,
-                                config, logdir)
+                                config, logdir, secrets)
         self.client.register_plugin(plugin, name=self.plugin_name)
         self._registered = True
         await_tasks(tasks, status, timeout, raise_on_bind=True)

@@ -184,6 +184,7 @@ class LocalLauncher:
     """
 
     kind = "local"
+    shares_files = True  # its tasks read files this process writes (task_secrets.py)
 
     def __init__(self, python: Optional[str] = None, env: Optional[dict] = None,
                  server: str = "nbcluster") -> None:

@@ -10,6 +10,10 @@ Rules:
   (`--exit-with-parent`), spawned by nbcluster's process-long spawner thread.
 - The actors belong to this driver: they and their servers end with it;
   `close()` kills them (no restart) and removes the placement group.
+- A task's token and TLS material travel as the actor's arguments (Ray's
+  own channel), never on its server's command line: the actor hands the
+  token over in the environment and writes the certificate and key as
+  0600 files on its node (launch/task_secrets.py).
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from ray.util.placement_group import placement_group, placement_group_table, \
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, \
     PlacementGroupSchedulingStrategy
 
+from nbcluster.launch import task_secrets
 from nbcluster.launch.errors import LaunchError
 from nbcluster.launch.launcher import EngineProcess
 from nbcluster.launch.process import child_env, free_ports, spawn, wait_port_free
@@ -39,6 +44,7 @@ class TaskActor:
         self.argv, self.env, self.log_path = argv, env, log_path
         self.host, self.port = host, port
         self.proc: Optional[subprocess.Popen] = None
+        self.tls_folder: Optional[str] = None
         self.start()
 
     def start(self) -> int:
@@ -47,9 +53,11 @@ class TaskActor:
             self.proc.wait()
         wait_port_free(self.host, self.port, 15.0)  # a dead incarnation's server may linger
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
+        task_secrets.discard(self.tls_folder)
+        env, self.tls_folder = task_secrets.materialize(self.env)
         with open(self.log_path, "ab") as log:
             self.proc = spawn(self.argv + [f"--exit-with-parent={os.getpid()}"],
-                              env=child_env(self.env), stdin=subprocess.DEVNULL, stdout=log,
+                              env=child_env(env), stdin=subprocess.DEVNULL, stdout=log,
                               stderr=subprocess.STDOUT, start_new_session=True)
         return self.proc.pid
 
@@ -142,8 +150,12 @@ class RayLauncher:
         return tasks
 
     def launch(self, tasks: list, status, logdir: str, config: Optional[str],
-               timeout: float) -> None:
-        """One actor per task (each starts its server), then waits for every task."""
+               timeout: float, token: Optional[str] = None, ca=None) -> None:
+        """One actor per task (each starts its server), then waits for every task.
+
+        Args:
+          token, ca: the cluster's token and ClusterCA (None: no TLS).
+        """
         import json
         spec: dict = {}
         for task in sorted(tasks, key=lambda t: (t.job, t.index)):
@@ -163,7 +175,8 @@ class RayLauncher:
             actor = actor_class.options(num_cpus=cpus, num_gpus=gpus, resources=custom,
                                         max_restarts=self.max_restarts,
                                         scheduling_strategy=strategy).remote(
-                argv, self.env, task.log_path, task.host, task.requested_port)
+                argv, {**self.env, **task_secrets.task_env(task, token, ca, None)},
+                task.log_path, task.host, task.requested_port)
             self._actors[(task.job, task.index)] = actor
             task.process = RayProcess(actor)
         await_tasks(tasks, status, timeout, raise_on_bind=True)

@@ -87,6 +87,8 @@ def record_of(cluster) -> dict:
               "notebook": os.environ.get("JPY_SESSION_NAME") or None,
               # the sidebar's server (this user's, reading this 0600 file) sends it
               "token": cluster._token, "tasks": tasks}
+    if getattr(cluster, "_ca", None) is not None:  # its clients verify the tasks with it
+        record["tls_ca"] = cluster._ca.cert_pem.decode("ascii")
     if getattr(launcher, "job_id", None):  # Slurm: the sidebar asks squeue while it pends
         record["slurm_job"] = launcher.job_id
     return record

@@ -31,7 +31,8 @@ class SlurmCluster(Cluster):
 
     @classmethod
     def submit(cls, jobs: dict, launcher_options: dict, *, config=None, timeout: float = 60.0,
-               wait: bool = True, name: Optional[str] = None) -> "SlurmCluster":
+               wait: bool = True, name: Optional[str] = None,
+               tls: Optional[bool] = None) -> "SlurmCluster":
         """Submits the allocation; with `wait`, also starts the tasks (see Cluster.slurm)."""
         tasks = [Task(job, i, "", 0) for job, n in jobs.items() for i in range(n)]
         for task in tasks:
@@ -39,6 +40,7 @@ class SlurmCluster(Cluster):
             task.state = "pending"
         launcher = SlurmLauncher(len(tasks), "", **launcher_options)
         cluster = cls(tasks, launcher, name, config)
+        cluster._tls = tls
         launcher.cluster_name = cluster.name
         try:
             launcher.submit()

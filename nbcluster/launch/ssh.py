@@ -27,6 +27,7 @@ import time
 from typing import Optional
 
 from nbcluster.launch.errors import LaunchError
+from nbcluster.rpc.grpc_transport.tls_material import MATERIAL_ENV as TLS_ENV
 from nbcluster.rpc.grpc_transport.tokens import ENV as TOKEN_ENV
 from nbcluster.launch.launcher import spawn, stop_all, wait_until
 
@@ -217,21 +218,23 @@ class SSHLauncher:
         """Starts `python -m nbcluster.server ARGS` on `host`; output into `log_path`."""
         del tasks_on_host  # the remote host's cores are its own business
         env = dict(env)
-        token = env.pop(TOKEN_ENV, None)
+        # the token and TLS material: one line each through ssh's stdin and the
+        # shell's `read`, on no command line there
+        secret = {name: env.pop(name) for name in (TOKEN_ENV, TLS_ENV) if env.get(name)}
         # $PPID is the session's sshd, unquoted so the remote shell expands it.
         command = self.remote_command(["-m", "nbcluster.server", *args], env) + \
             " --exit-with-parent=$PPID"
-        if token:  # through ssh's stdin and the shell's `read`: on no command line there
-            command = f"IFS= read -r {TOKEN_ENV} && export {TOKEN_ENV} && {command}"
+        for name in reversed(secret):
+            command = f"IFS= read -r {name} && export {name} && {command}"
         argv = self.ssh_argv(host) + [command]
         if sys.platform.startswith("linux"):
             argv = [sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid())] + argv
         with open(log_path, "ab") as log:
-            proc = spawn(argv, stdin=subprocess.PIPE if token else subprocess.DEVNULL,
+            proc = spawn(argv, stdin=subprocess.PIPE if secret else subprocess.DEVNULL,
                          stdout=log, stderr=subprocess.STDOUT)
-        if token:
+        if secret:
             try:
-                proc.stdin.write(token.encode() + b"\n")
+                proc.stdin.write("".join(v + "\n" for v in secret.values()).encode())
                 proc.stdin.close()
             except OSError:
                 pass  # ssh died at once: its log and status say why

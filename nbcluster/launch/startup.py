@@ -18,6 +18,7 @@ from typing import Optional
 
 from nbcluster import errors
 from nbcluster.framework.cluster_spec import ClusterSpec, join_address
+from nbcluster.launch import task_secrets
 from nbcluster.launch.errors import LaunchError
 from nbcluster.launch.launcher import log_tail, signal_name, stop_all
 from nbcluster.launch.status import StatusClient
@@ -168,7 +169,7 @@ def spec_of(tasks) -> ClusterSpec:
 
 
 def start_task(task: Task, tasks: list, launcher, status: StatusClient, logdir: str,
-               config: Optional[str], token: Optional[str] = None) -> None:
+               config: Optional[str], token: Optional[str] = None, ca=None) -> None:
     """Starts `task` (one of `tasks`, the whole cluster) with `launcher`; does not wait.
 
     Args:
@@ -178,6 +179,8 @@ def start_task(task: Task, tasks: list, launcher, status: StatusClient, logdir: 
       token: the cluster's token: the task gets it as NBCLUSTER_TOKEN in its
         environment (the launcher keeps it off every command line), and this
         process sends it to the task's address from now on.
+      ca: the cluster's ClusterCA (TLS), or None: the task gets a certificate
+        for its host (task_secrets.py), and this process trusts the CA there.
     """
     task.log_path = os.path.join(logdir, f"{task.job}-{task.index}.log")
     config = task.devices.config(config)
@@ -186,16 +189,14 @@ def start_task(task: Task, tasks: list, launcher, status: StatusClient, logdir: 
     on_host = sum(t.host == task.host for t in tasks)
     task.state, task.exit_logged = "starting", False
     status.forget(task.address)  # a fresh channel, no stale backoff
-    env = task.devices.env()
-    if token:
-        from nbcluster.rpc.grpc_transport import tokens
-        env = {**env, tokens.ENV: token}
-        tokens.register(task.address, token)
+    folder = logdir if getattr(launcher, "shares_files", False) else None
+    env = {**task.devices.env(), **task_secrets.task_env(task, token, ca, folder)}
     task.process = launcher.start(task.host, args, task.log_path, on_host, env)
 
 
 def start_tasks(tasks: list, launcher, status: StatusClient, logdir: str,
-                config: Optional[str], timeout: float, token: Optional[str] = None) -> None:
+                config: Optional[str], timeout: float, token: Optional[str] = None,
+                ca=None) -> None:
     """Picks the ports of tasks at port 0, starts every task, waits until all answer.
 
     Raises:
@@ -206,7 +207,7 @@ def start_tasks(tasks: list, launcher, status: StatusClient, logdir: str,
     for attempt in range(1, _ATTEMPTS + 1):
         _pick_ports(tasks, picked, launcher, timeout)
         for task in tasks:
-            start_task(task, tasks, launcher, status, logdir, config, token)
+            start_task(task, tasks, launcher, status, logdir, config, token, ca)
         taken = await_tasks(tasks, status, timeout)
         if not taken:
             return

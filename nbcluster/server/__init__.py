@@ -108,8 +108,12 @@ class Server:
         carry; default NBCLUSTER_TOKEN, else the file NBCLUSTER_TOKEN_FILE
         names, else none (see docs/security.md).
       insecure: (nbcluster, keyword only) allow binding beyond loopback with
-        no token (a warning goes to stderr); without it such a server refuses
-        to start.
+        no token or no TLS (a warning goes to stderr); without it such a
+        server refuses to start.
+      tls: (nbcluster, keyword only) serve TLS: a folder holding cert.pem,
+        key.pem (0600) and ca.pem, or an `rpc.grpc_transport.tls_material.ServerTls`; default
+        NBCLUSTER_TLS_DIR, else none; False: none. Clients in this process then
+        verify the cluster's tasks against ca.pem (docs/security.md).
       checkpoint_dir: (nbcluster, keyword only) the directory that Save,
         Restore and Merge ops run here may touch; default NBCLUSTER_CHECKPOINT_DIR,
         else the working directory. Any other path is PermissionDeniedError
@@ -128,16 +132,17 @@ class Server:
     def __init__(self, server_or_cluster_def, job_name: Optional[str] = None,
                  task_index: Optional[int] = None, protocol: Optional[str] = None,
                  config=None, start: bool = True, *, checkpoint_dir=None,
-                 token: Optional[str] = None, insecure: bool = False) -> None:
+                 token: Optional[str] = None, insecure: bool = False, tls=None) -> None:
         from nbcluster.server.checkpoint_dir import checkpoint_root
-        from nbcluster.server.access import server_token
+        from nbcluster.server.access import server_tls, server_token
         self._server_def = make_server_def(server_or_cluster_def, job_name, task_index,
                                            protocol, config)
         self._checkpoint_root = checkpoint_root(checkpoint_dir)
         spec = ClusterSpec(self._server_def.cluster)
         host, _ = parse_address(spec.task_address(self._server_def.job_name,
                                                   self._server_def.task_index))
-        self._token = server_token(host, token, insecure)
+        self._tls = server_tls(tls)
+        self._token = server_token(host, token, insecure, self._tls)
         self._serving = False
         self._stopped = threading.Event()
         self._build()
@@ -148,6 +153,7 @@ class Server:
         from nbcluster.distributed.master import Master
         from nbcluster.distributed.worker import Worker
         from nbcluster.rpc.socket_transport.server import DataPlaneServer
+        from nbcluster.rpc.grpc_transport.peer_check import PeerCheck
         from nbcluster.rpc.grpc_transport.server_core import ServerWorkerCache, bind_server
         from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
         from nbcluster.runtime.devices import local_devices
@@ -168,26 +174,43 @@ class Server:
         self._math_threads = task_threads(spec, job, task, config)
         self._math_wide = is_process_wide(config)
         self._math_claim = None
+        # with a token, a session's own cluster may name only tasks that require one
+        check = PeerCheck(self._token, [spec.task_address(j, i) for j in spec.jobs
+                                        for i in spec.task_indices(j)])
         self._worker = Worker(job, task, devices, peers=self._cache.get,
-                              connect=GrpcWorkerClient, parallelism=self._math_threads)
+                              connect=GrpcWorkerClient, parallelism=self._math_threads,
+                              check_cluster=check)
         self._cache.set_local(self._worker)
-        self._master = Master((job, task), self._cache, config, connect=GrpcWorkerClient)
-        self._grpc, bound = bind_server(host, port, self._master, self._worker, self._token)
+        self._master = Master((job, task), self._cache, config, connect=GrpcWorkerClient,
+                              check_cluster=check)
+        self._grpc, bound = bind_server(host, port, self._master, self._worker, self._token,
+                                        self._tls)
         if port == 0:  # report the real port everywhere the address shows
             cluster = spec.as_dict()
             cluster[job][task] = f"{'[' + host + ']' if ':' in host else host}:{bound}"
             sd.cluster.CopyFrom(ClusterSpec(cluster).as_cluster_def())
             self._cache.update_spec(ClusterSpec(cluster))
         self._port = bound
+        check.trust(f"{host}:{bound}")
+        check.trust(f"localhost:{bound}")
+        cluster = ClusterSpec(sd.cluster)
+        addresses = [cluster.task_address(j, i) for j in cluster.jobs
+                     for i in cluster.task_indices(j)]
         if self._token:  # this process's clients (its master, Session(target)) send it
             from nbcluster.rpc.grpc_transport import tokens
-            cluster = ClusterSpec(sd.cluster)
-            for j in cluster.jobs:
-                for i in cluster.task_indices(j):
-                    tokens.register(cluster.task_address(j, i), self._token)
+            for address in addresses:
+                tokens.register(address, self._token)
+        if self._tls is not None:  # ... and trust the cluster's tasks under its CA
+            from nbcluster.rpc.grpc_transport import tls_material
+            for address in addresses:
+                tls_material.register_ca(address, self._tls.ca)
+            # its own addresses are forgotten at stop(): a later server there may be plaintext
+            self._tls_addresses = [cluster.task_address(job, task), f"localhost:{bound}"]
+            tls_material.register_ca(self._tls_addresses[1], self._tls.ca)
         # Same-host peers fetch tensors, and run graphs and steps, over a Unix
-        # socket (rpc/data_plane_server.py).
-        self._data_plane = DataPlaneServer.open(host, bound, self._worker, self._master)
+        # socket (rpc/data_plane_server.py), after the same token as gRPC's.
+        self._data_plane = DataPlaneServer.open(host, bound, self._worker, self._master,
+                                                self._token)
         self._target = f"grpc://localhost:{bound}"
 
     @property
@@ -240,6 +263,10 @@ class Server:
         if self._data_plane is not None:
             self._data_plane.join()
         self._cache.close()
+        if self._tls is not None:
+            from nbcluster.rpc.grpc_transport import tls_material
+            for address in self._tls_addresses:
+                tls_material.forget_ca(address, self._tls.ca)
         if self._math_claim is not None:
             from nbcluster.runtime import math_threads
             math_threads.release(self._math_claim)

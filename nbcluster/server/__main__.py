@@ -2,7 +2,8 @@
 
     python -m nbcluster.server --cluster CLUSTER --job JOB --task INDEX
                                [--config CONFIG] [--protocol grpc] [--exit-with-parent[=PID]]
-                               [--checkpoint-dir DIR]
+                               [--checkpoint-dir DIR] [--token-file PATH] [--insecure]
+                               [--tls-dir DIR | --tls-cert PEM --tls-key PEM --tls-ca PEM]
     python -m nbcluster.server --from-env [--config CONFIG] [--exit-with-parent[=PID]]
 
 CLUSTER is a JSON object such as '{"ps": ["127.0.0.1:2222"], "worker":
@@ -17,7 +18,10 @@ NBCLUSTER_SLURM_PORT_BASE, default 8888); see `nbcluster.server.environment`.
 Port 0 in this task's address picks a free port (other tasks cannot know it).
 Every RPC must carry the token of `--token-file` (else NBCLUSTER_TOKEN, else
 the file NBCLUSTER_TOKEN_FILE names), if there is one; a task that listens
-beyond loopback refuses to start without one unless `--insecure` (it warns).
+beyond loopback refuses to start without one, and without TLS, unless
+`--insecure` (it warns). `--tls-dir DIR` (cert.pem, key.pem, ca.pem; else
+NBCLUSTER_TLS_DIR), or the three `--tls-*` files, make the task serve TLS
+only; the key file must be 0600. Launchers make and pass all of these.
 `--checkpoint-dir` (else NBCLUSTER_CHECKPOINT_DIR, else the working directory)
 is the only directory the task's Save/Restore/Merge ops may touch.
 
@@ -48,6 +52,7 @@ from nbcluster import errors
 from nbcluster.server import Server, make_server_def, ready_line
 from nbcluster.server.environment import task_from_environment
 from nbcluster.runtime.malloc_reuse import keep_freed_memory
+from nbcluster.rpc.grpc_transport import tls_material
 from nbcluster.rpc.grpc_transport.tokens import read_token_file
 from nbcluster.server.options import load_cluster, load_config
 
@@ -79,6 +84,13 @@ def _parser() -> _Parser:
                         "(default: $NBCLUSTER_TOKEN, else $NBCLUSTER_TOKEN_FILE)")
     parser.add_argument("--insecure", action="store_true",
                         help="allow listening beyond loopback with no token (warns)")
+    parser.add_argument("--tls-dir", default=None, metavar="DIR",
+                        help="serve TLS with DIR/cert.pem, DIR/key.pem (0600) and DIR/ca.pem "
+                        "(default: $NBCLUSTER_TLS_DIR, else no TLS)")
+    for name, what in (("cert", "this task's certificate"), ("key", "its private key (0600)"),
+                       ("ca", "the cluster CA's certificate")):
+        parser.add_argument(f"--tls-{name}", default=None, metavar="PEM",
+                            help=f"{what}, a PEM file (all three, or --tls-dir)")
     parser.add_argument("--checkpoint-dir", default=None, metavar="DIR",
                         help="the only directory checkpoint ops may write or read "
                         "(default: $NBCLUSTER_CHECKPOINT_DIR, else the working directory)")
@@ -191,7 +203,7 @@ def main(argv: Optional[list] = None) -> int:
             except (OSError, ValueError) as e:
                 parser.error(f"--token-file: {e}")
         server = Server(server_def, checkpoint_dir=args.checkpoint_dir, token=token,
-                        insecure=args.insecure)
+                        insecure=args.insecure, tls=_tls(parser, args))
     except errors.InvalidArgumentError as e:  # e.g. this task's address has no valid port
         parser.error(e.message)
     except errors.OpError as e:
@@ -204,6 +216,23 @@ def main(argv: Optional[list] = None) -> int:
         _ignore_stop_signals()
         server.stop()
     return 0
+
+
+def _tls(parser: _Parser, args: argparse.Namespace):
+    """The `tls=` of the task's Server from --tls-dir or --tls-cert/--tls-key/--tls-ca."""
+    files = (args.tls_cert, args.tls_key, args.tls_ca)
+    if args.tls_dir is not None:
+        if any(files):
+            parser.error("--tls-dir and --tls-cert/--tls-key/--tls-ca exclude each other")
+        return args.tls_dir
+    if not any(files):
+        return None
+    if not all(files):
+        parser.error("--tls-cert, --tls-key and --tls-ca go together")
+    try:
+        return tls_material.load(*files)
+    except (OSError, ValueError) as e:
+        parser.error(f"--tls-*: {e}")
 
 
 def _ignore_stop_signals() -> None:

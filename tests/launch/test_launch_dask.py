@@ -89,3 +89,48 @@ def test_dask_cluster_runs_a_graph_survives_a_worker_restart_and_stops(dask_clie
 def test_too_few_workers_is_named(dask_client):
     with pytest.raises(LaunchError, match="3 workers; 5 tasks"):
         Cluster.dask(dask_client, ps=1, worker=4, timeout=2)
+
+
+def _tokenless_status_code(address: str):
+    """The status code of a GetStatus to `address` that carries no token (TLS where
+    this process knows the cluster's CA)."""
+    import grpc
+    from nbcluster.proto import worker_pb2
+    from nbcluster.rpc.grpc_transport import tls
+    from nbcluster.rpc.grpc_transport.calls import unary_method
+    channel = tls.open_channel(address, [])
+    try:
+        unary_method(channel, "nbcluster.WorkerService", "GetStatus",
+                     worker_pb2.GetStatusResponse)(worker_pb2.GetStatusRequest(), timeout=10)
+    except grpc.RpcError as e:
+        return e.code()
+    finally:
+        channel.close()
+    return grpc.StatusCode.OK
+
+
+def test_a_dask_cluster_has_a_token_and_tls_on_no_command_line(dask_client, monkeypatch):
+    import grpc
+    from nbcluster.rpc.grpc_transport import tls_material, tokens
+    monkeypatch.delenv(tokens.ENV, raising=False)
+    cluster = Cluster.dask(dask_client, ps=1, worker=2, name="dask-tls", timeout=120, tls=True)
+    pids = []
+    try:
+        pids = list(cluster.pids.values())
+        assert _graph_result(cluster) == [[36.0, 36.0], [36.0, 36.0]]  # no user step
+        token = cluster._token
+        address = cluster.spec.task_address("worker", 1)
+        assert tls_material.ca_for(address) == cluster._ca.cert_pem
+        assert _tokenless_status_code(address) == grpc.StatusCode.UNAUTHENTICATED
+        for pid in pids:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read()
+            assert token.encode() not in argv and b"PRIVATE KEY" not in argv
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+            assert env[tokens.ENV.encode()] == token.encode()
+            key = os.path.join(env[tls_material.DIR_ENV.encode()].decode(), "key.pem")
+            assert os.stat(key).st_mode & 0o777 == 0o600
+    finally:
+        cluster.stop()
+        kill_pids(pids)

@@ -50,7 +50,24 @@ _DRIVER = textwrap.dedent("""
     first = cluster.status()
     out["first"] = [[s.job, s.index, s.state, s.address, s.pid] for s in first]
     out["title"] = repr(cluster).splitlines()[0]
-    out["graph"] = graph(cluster)
+    out["graph"] = graph(cluster)  # the launcher's token sent with no user step
+    # the token reached each task's environment, on no command line; a call without it fails
+    import grpc
+    from nbcluster.proto import worker_pb2
+    from nbcluster.rpc.grpc_transport.calls import unary_method
+    token = cluster._token.encode()
+    out["token_in_argv"] = any(token in open(f"/proc/{s.pid}/cmdline", "rb").read()
+                               for s in first)
+    out["token_in_env"] = all(b"NBCLUSTER_TOKEN=" + token in
+                              open(f"/proc/{s.pid}/environ", "rb").read().split(b"\\0")
+                              for s in first)
+    with grpc.insecure_channel(first[1].address) as channel:
+        try:
+            unary_method(channel, "nbcluster.WorkerService", "GetStatus",
+                         worker_pb2.GetStatusResponse)(worker_pb2.GetStatusRequest(), timeout=10)
+            out["tokenless"] = "OK"
+        except grpc.RpcError as e:
+            out["tokenless"] = e.code().name
     # the actor process of worker:1 dies; Ray restarts it and its task comes back
     actor_pid = parent(first[2].pid)
     os.kill(actor_pid, 9)
@@ -99,6 +116,8 @@ def test_ray_cluster_runs_a_graph_survives_an_actor_death_and_stops(tmp_path):
         assert len({address for _, _, _, address, _ in first}) == 3
         assert "(ray, 3 tasks)" in out["title"]
         assert out["graph"] == out["graph_after"] == [[36.0, 36.0], [36.0, 36.0]]
+        assert out["token_in_env"] and not out["token_in_argv"]
+        assert out["tokenless"] == "UNAUTHENTICATED"
         address, pid, old_alive, new_actor = out["after"]
         assert address == first[2][3] and pid != first[2][4]
         assert not old_alive and new_actor

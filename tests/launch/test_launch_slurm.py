@@ -103,6 +103,18 @@ def test_slurm_cluster_runs_a_graph_and_stop_leaves_nothing(slurm):
         kill_pids(pids + sruns)
 
 
+def test_a_slurm_cluster_gets_a_token_and_tls_on_no_command_line(slurm):
+    with Cluster.slurm(ps=1, worker=2, timeout=120, tls=True) as cluster:
+        assert _graph_result(cluster) == [[36.0, 36.0], [36.0, 36.0]]
+        token = cluster._token
+        assert token and cluster._ca is not None
+        for pid in list(cluster.pids.values()) + [t.process.pid for t in
+                                                   cluster._tasks.values()]:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:  # task servers and sruns alike
+                argv = f.read()
+            assert token.encode() not in argv and b"PRIVATE KEY" not in argv
+
+
 def test_restart_of_one_task_keeps_its_address(slurm):
     with Cluster.slurm(ps=1, worker=2, timeout=120) as cluster:
         before = {s.job + str(s.index): (s.address, s.pid) for s in cluster.status()}

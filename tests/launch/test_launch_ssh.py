@@ -55,6 +55,28 @@ def test_ssh_cluster_runs_a_step_logs_and_stops(sshd):
         kill_pids(pids)
 
 
+def test_ssh_tls_material_goes_through_stdin_and_a_step_runs(sshd):
+    from nbcluster.rpc.grpc_transport import tls_material
+    with _ssh_cluster(sshd, ps=1, worker=1, tls=True) as cluster:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                a = tf.constant(3.0)
+            with tf.device("/job:worker/task:0"):
+                b = a * 4.0
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                assert sess.run(b) == 12.0
+        for pid in cluster.pids.values():
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read()
+            assert cluster._token.encode() not in argv and b"PRIVATE KEY" not in argv
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                assert any(e.startswith(tls_material.MATERIAL_ENV.encode() + b"=")
+                           for e in f.read().split(b"\0"))
+        for task in cluster._tasks.values():  # nor on the ssh client's command line
+            with open(f"/proc/{task.process.pid}/cmdline", "rb") as f:
+                assert cluster._token.encode() not in f.read()
+
+
 def test_ssh_restart_gives_a_new_remote_process(sshd):
     with _ssh_cluster(sshd, ps=0, worker=1) as cluster:
         before = cluster.status()[0].pid

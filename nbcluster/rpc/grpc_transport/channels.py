@@ -8,7 +8,7 @@ import grpc
 import grpc.experimental
 
 from nbcluster import errors
-from nbcluster.rpc.grpc_transport import tokens
+from nbcluster.rpc.grpc_transport import tls, tls_material, tokens
 
 MAX_MESSAGE = 2 ** 31 - 1
 OPTIONS = [
@@ -53,12 +53,12 @@ CHANNEL_OPTIONS += list(zip(_BACKOFF, (100, 1000)))
 POLLING_OPTIONS = [o for o in CHANNEL_OPTIONS if o[0] not in _BACKOFF] + \
     list(zip(_BACKOFF, (50, 250)))
 
-_channels: dict[str, tuple] = {}  # address -> (its token or None, channel)
+_channels: dict[str, tuple] = {}  # address -> ((its token, its CA) or Nones, channel)
 _lock = threading.Lock()
 
 
 def _opened(address: str, options: list, token) -> grpc.Channel:
-    opened = grpc.insecure_channel(address, options=options)
+    opened = tls.open_channel(address, options)  # TLS where a CA is known for it
     if token is None:  # no interceptor, no cost, where there is no token
         return opened
     from nbcluster.rpc.grpc_transport.token_metadata import TokenSender
@@ -67,12 +67,14 @@ def _opened(address: str, options: list, token) -> grpc.Channel:
 
 def channel(address: str) -> grpc.Channel:
     """The shared channel to `address` (a new channel costs about 1 ms); its calls
-    carry the token `tokens.for_address(address)` gives, if any."""
+    carry the token `tokens.for_address(address)` gives, if any, over TLS where
+    `tls_material.ca_for(address)` gives a CA."""
     token = tokens.for_address(address)
+    secrets = (token, tls_material.ca_for(address))
     with _lock:
         found = _channels.get(address)
-        if found is None or found[0] != token:  # a new cluster's token at that address
-            found = _channels[address] = (token, _opened(address, CHANNEL_OPTIONS, token))
+        if found is None or found[0] != secrets:  # a new cluster at that address
+            found = _channels[address] = (secrets, _opened(address, CHANNEL_OPTIONS, token))
         return found[1]
 
 

@@ -19,9 +19,10 @@ from nbcluster.rpc.grpc_transport.worker_service import worker_handler
 from nbcluster.runtime.thread_pool import DaemonPool
 
 
-def bind_server(host: str, port: int, master, worker, token=None) -> tuple:
+def bind_server(host: str, port: int, master, worker, token=None, tls=None) -> tuple:
     """A (not yet started) gRPC server for master+worker bound to host:port;
-    with a `token`, every call must carry it (token_metadata.TokenCheck)."""
+    with a `token`, every call must carry it (token_metadata.TokenCheck); with
+    `tls` (a tls_material.ServerTls), the port serves TLS only."""
     interceptors = []
     if token:
         from nbcluster.rpc.grpc_transport.token_metadata import TokenCheck
@@ -36,7 +37,8 @@ def bind_server(host: str, port: int, master, worker, token=None) -> tuple:
                          options=SERVER_OPTIONS, interceptors=interceptors)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
-        bound = server.add_insecure_port(address)
+        from nbcluster.rpc.grpc_transport.tls import add_port
+        bound = add_port(server, address, tls)
     except RuntimeError as e:
         bound, reason = 0, str(e)
     else:

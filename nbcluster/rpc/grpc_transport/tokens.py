@@ -29,7 +29,7 @@ METADATA_KEY = "nbcluster-token"
 
 _registered: dict = {}  # (host key, port) -> token
 _lock = threading.Lock()
-_recorded = {"mtime": None, "tokens": {}}  # the records folder when last read, its tokens
+_recorded: dict = {}  # record field -> (the records folder's mtime when read, {key: value})
 
 
 def new_token() -> str:
@@ -83,7 +83,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _key(address: str) -> tuple:
+def key(address: str) -> tuple:
+    """The registry key of "host:port": every loopback spelling of a port is one key."""
     host, _, port = address.rpartition(":")
     host = host.strip("[]")
     return ("loopback" if is_loopback(host) else host.lower(), port)
@@ -93,19 +94,19 @@ def register(address: str, token: Optional[str]) -> None:
     """Sends `token` to `address` ("host:port") from now on (None: forget it)."""
     with _lock:
         if token:
-            _registered[_key(address)] = token
+            _registered[key(address)] = token
         else:
-            _registered.pop(_key(address), None)
+            _registered.pop(key(address), None)
 
 
 def for_address(address: str) -> Optional[str]:
     """The token to send to `address`: the one registered for it, else the process's."""
-    key = _key(address)
+    found = key(address)
     with _lock:
-        token = _registered.get(key)
+        token = _registered.get(found)
     if token is not None:
         return token
-    token = _recorded_tokens().get(key)
+    token = _recorded_tokens().get(found)
     if token is not None:
         return token
     try:
@@ -115,8 +116,13 @@ def for_address(address: str) -> Optional[str]:
 
 
 def _recorded_tokens() -> dict:
-    """{address key: token} from the records of this user's live clusters on this
-    host; read again only when the records folder changed."""
+    return recorded("token")
+
+
+def recorded(field: str) -> dict:
+    """{address key: record[field]} from the records of this user's live clusters
+    on this host (non-empty strings only); read again only when the records
+    folder changed. `tls_material` reads each cluster's CA the same way."""
     try:
         from jupyter_core.paths import jupyter_runtime_dir
         folder = os.path.join(jupyter_runtime_dir(), "nbcluster")
@@ -124,8 +130,9 @@ def _recorded_tokens() -> dict:
     except (ImportError, OSError):
         return {}
     with _lock:
-        if _recorded["mtime"] == mtime:
-            return _recorded["tokens"]
+        cached = _recorded.get(field)
+        if cached is not None and cached[0] == mtime:
+            return cached[1]
     found: dict = {}
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".json"):
@@ -136,10 +143,10 @@ def _recorded_tokens() -> dict:
             os.kill(int(record["owner_pid"]), 0)  # its owner is alive: not a stale port
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        token = record.get("token")
-        for task in record.get("tasks", []) if isinstance(token, str) and token else ():
+        value = record.get(field)
+        for task in record.get("tasks", []) if isinstance(value, str) and value else ():
             if isinstance(task, dict) and isinstance(task.get("address"), str):
-                found[_key(task["address"])] = token
+                found[key(task["address"])] = value
     with _lock:
-        _recorded.update(mtime=mtime, tokens=found)
+        _recorded[field] = (mtime, found)
     return found

@@ -20,9 +20,11 @@ import time
 from typing import Callable, Optional
 
 from nbcluster import errors
+from nbcluster.rpc.grpc_transport import tokens
 from nbcluster.rpc.socket_transport import calls, frames as wire
 from nbcluster.rpc.socket_transport.connections import (ENV, PROBE_S, Conn, alive,  # noqa: F401
                                                         await_reply, enabled, socket_name)
+from nbcluster.rpc.socket_transport.handshake import hello
 from nbcluster.rpc.grpc_transport.status import remote_error
 
 _IDLE_PER_PEER = 4
@@ -41,7 +43,7 @@ def peer_for(address: str) -> Optional["DataPlanePeer"]:
     with _lock:
         peer = _peers.get(name)
         if peer is None:
-            peer = _peers[name] = DataPlanePeer(name, f"worker {address}")
+            peer = _peers[name] = DataPlanePeer(name, f"worker {address}", address)
         return peer
 
 
@@ -53,9 +55,10 @@ class DataPlanePeer:
       label: how errors name the peer, e.g. "worker 127.0.0.1:2222".
     """
 
-    def __init__(self, name: bytes, label: str) -> None:
+    def __init__(self, name: bytes, label: str, address: str = "") -> None:
         self.name = name
         self.label = label
+        self.address = address  # whose token the handshake carries
         self._idle: list = []
         self._lock = threading.Lock()
 
@@ -139,7 +142,8 @@ class DataPlanePeer:
             try:
                 # 0 would make the socket non-blocking: the reads' deadline decides
                 conn.sock.settimeout(None if timeout is None else max(timeout, 1e-3))
-                wire.send_all(conn.sock, frame)
+                greeting, conn.hello = getattr(conn, "hello", b""), b""
+                wire.send_all(conn.sock, [greeting, *frame] if greeting else frame)
                 return conn
             except OSError:
                 conn.sock.close()
@@ -221,7 +225,10 @@ class DataPlanePeer:
         if not wire.same_user(sock):  # someone else's socket under a task's name
             sock.close()
             return None
-        return Conn(sock)
+        conn = Conn(sock)
+        # the first frame: the token, in front of the first request (handshake.py)
+        conn.hello = hello(tokens.for_address(self.address))
+        return conn
 
     def _release(self, conn: Conn) -> None:
         conn.end()

@@ -23,6 +23,7 @@ from nbcluster import errors
 from nbcluster.distributed.master import CallerWatch
 from nbcluster.rpc.socket_transport import calls, frames as wire, shm_blocks as shm
 from nbcluster.rpc.socket_transport.connections import enabled, socket_name
+from nbcluster.rpc.socket_transport.handshake import server_handshake
 from nbcluster.rpc.grpc_transport.master_service import serve_run_step
 from nbcluster.rpc.grpc_transport.worker_service import serve_run_graph
 
@@ -57,9 +58,10 @@ class DataPlaneServer:
       OSError: the name is taken (another server of this host has it).
     """
 
-    def __init__(self, worker, name: bytes, master=None) -> None:
+    def __init__(self, worker, name: bytes, master=None, token: Optional[str] = None) -> None:
         self._worker = worker
         self._master = master
+        self._token = token  # every connection's first frame must carry it
         self.name = name
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -80,7 +82,8 @@ class DataPlaneServer:
                                          daemon=True)
 
     @classmethod
-    def open(cls, host: str, port: int, worker, master=None) -> Optional["DataPlaneServer"]:
+    def open(cls, host: str, port: int, worker, master=None,
+             token: Optional[str] = None) -> Optional["DataPlaneServer"]:
         """The data plane for a server bound to host:port, or None: turned off
         (NBCLUSTER_DATA_PLANE=grpc), a host that is not this host's loopback, or
         the name is taken."""
@@ -88,7 +91,7 @@ class DataPlaneServer:
         if name is None or not enabled():
             return None
         try:
-            return cls(worker, name, master)
+            return cls(worker, name, master, token)
         except OSError as e:
             log.info("no data plane at %r: %s", name, e)
             return None
@@ -192,6 +195,8 @@ class DataPlaneServer:
     def _serve(self, conn: _Connection) -> None:
         reader = wire.FrameReader(conn.sock)
         try:
+            if not server_handshake(conn.sock, reader, self._token):  # before any request
+                return
             while not conn.gone:
                 try:
                     kind, step_id, keys, timeout = wire.read_request(reader)

@@ -136,8 +136,8 @@ def test_a_server_beyond_loopback_needs_a_token_or_insecure(capsys, monkeypatch)
     with pytest.raises(errors.InvalidArgumentError, match="beyond loopback"):
         server_token("0.0.0.0", None, insecure=False)
     assert server_token("0.0.0.0", None, insecure=True) is None
-    assert "no token (insecure)" in capsys.readouterr().err
-    assert server_token("10.1.2.3", "t", insecure=False) == "t"
+    assert "no token and no TLS (insecure)" in capsys.readouterr().err
+    assert server_token("10.1.2.3", "t", insecure=True) == "t"  # TLS too: tests/rpc/test_tls.py
     assert server_token("127.0.0.1", None, insecure=False) is None  # zero-setup loopback
     assert server_token("localhost", None, insecure=False) is None
     # A Server refuses before it binds anything (192.0.2.1 is TEST-NET: never bindable).

@@ -13,7 +13,8 @@ import nbcluster as tf
 from nbcluster import errors
 from nbcluster.distributed.rendezvous import make_key
 from nbcluster.launch import free_ports
-from nbcluster.rpc.socket_transport import client as data_plane_client, frames as wire
+from nbcluster.rpc.socket_transport import (client as data_plane_client,
+                                            frames as wire, handshake as data_plane_handshake)
 from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
 from nbcluster.runtime.step import CancellationManager
 
@@ -240,7 +241,9 @@ def test_a_malformed_request_gets_a_clear_error_and_the_server_lives_on(servers)
     assert code == errors.DATA_LOSS and "b'GARB'" in message
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
         raw.connect(plane.name)
-        raw.sendall(wire.encode_request(wire.STREAM, 1, ["not a key"], 1.0))
+        # after the hello (rpc/data_plane_handshake.py; this task has no token)
+        raw.sendall(data_plane_handshake.hello(None) +
+                    wire.encode_request(wire.STREAM, 1, ["not a key"], 1.0))
         code, message, _ = wire.read_reply(wire.FrameReader(raw))
     assert code == errors.INVALID_ARGUMENT and "not a key" in message
     _round_trip_works(servers[1])

@@ -15,7 +15,8 @@ from nbcluster import errors
 from nbcluster.launch import free_ports
 from nbcluster.proto import config_pb2, worker_pb2
 from nbcluster.rpc.socket_transport import (calls as frames, client as data_plane_client,
-                                            connections as data_plane_connections, frames as wire)
+                                            connections as data_plane_connections, frames as wire,
+                                            handshake as data_plane_handshake)
 from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
 
 pytestmark = pytest.mark.timeout(60)
@@ -191,7 +192,7 @@ def _error_of(fn):
 def _raw_reply(name: bytes, data: bytes):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
         raw.connect(name)
-        raw.sendall(data)
+        raw.sendall(data_plane_handshake.hello(None) + data)  # these tasks have no token
         return frames.read_reply(wire.FrameReader(raw), frames.RUN_GRAPH)
 
 
