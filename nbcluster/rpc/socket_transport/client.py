@@ -194,7 +194,7 @@ class DataPlanePeer:
     def _read(self, conn: Conn, read=wire.read_reply, label: Optional[str] = None):
         label = label or self.label
         try:
-            return read(conn.reader)
+            reply = read(conn.reader)
         except socket.timeout:
             raise errors.DeadlineExceededError(
                 None, None, f"Deadline Exceeded waiting for {label}") from None
@@ -204,6 +204,9 @@ class DataPlanePeer:
                                                         f"{label} was cancelled") from None
             why = "closed the connection" if isinstance(e, wire.ConnectionClosed) else str(e)
             raise errors.UnavailableError(None, None, f"{label}'s data plane {why}") from None
+        if isinstance(reply, tuple) and len(reply) == 3 and reply[0] == errors.UNAUTHENTICATED:
+            conn.cancelled = True  # refused at the handshake, closed there: never pooled
+        return reply
 
     def _acquire(self) -> Optional[Conn]:
         while True:

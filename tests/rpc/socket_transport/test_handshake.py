@@ -71,6 +71,7 @@ def test_the_peer_sends_the_token_of_its_address(server):
         tokens.register(address, "wrong")
         with pytest.raises(errors.UnauthenticatedError, match="requires its cluster's token"):
             peer.call(data_plane_calls.RUN_STEP, request, [], 5.0)
+        assert peer._idle == []  # the refused connection is closed, never reused
         tokens.register(address, TOKEN)  # the handshake passes: the master answers the step
         with pytest.raises(errors.OpError) as info:
             peer.call(data_plane_calls.RUN_STEP, request, [], 5.0)
