@@ -9,7 +9,7 @@ import numpy as np
 
 from nbcluster import errors
 from nbcluster.framework import dtypes
-from nbcluster.framework.constant import to_numpy
+from nbcluster.framework.values import to_numpy
 from nbcluster.framework.tensor_size import check_expansion, check_shape
 from nbcluster.proto import graph_pb2
 

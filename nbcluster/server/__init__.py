@@ -148,8 +148,8 @@ class Server:
         from nbcluster.distributed.master import Master
         from nbcluster.distributed.worker import Worker
         from nbcluster.rpc.socket_transport.server import DataPlaneServer
-        from nbcluster.rpc.grpc_transport.server_core import ServerWorkerCache, bind_server
-        from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
+        from nbcluster.rpc.grpc_transport.server_core import bind_server
+        from nbcluster.rpc.peers import ServerWorkerCache, worker_client
         from nbcluster.runtime.devices import local_devices
         from nbcluster.runtime.malloc_reuse import keep_freed_memory
         from nbcluster.runtime.math_threads import is_process_wide, task_threads
@@ -169,9 +169,9 @@ class Server:
         self._math_wide = is_process_wide(config)
         self._math_claim = None
         self._worker = Worker(job, task, devices, peers=self._cache.get,
-                              connect=GrpcWorkerClient, parallelism=self._math_threads)
+                              connect=worker_client, parallelism=self._math_threads)
         self._cache.set_local(self._worker)
-        self._master = Master((job, task), self._cache, config, connect=GrpcWorkerClient)
+        self._master = Master((job, task), self._cache, config, connect=worker_client)
         self._grpc, bound = bind_server(host, port, self._master, self._worker, self._token)
         if port == 0:  # report the real port everywhere the address shows
             cluster = spec.as_dict()
