@@ -1,7 +1,7 @@
 """ndarray <-> TensorProto objects (TF's make_tensor_proto / make_ndarray).
 
 This is the protobuf-object path for graph constants; the step path encodes
-tensors by hand (`nbcluster.rpc.tensor_encoding` / `tensor_decoding`).
+tensors by hand (`nbcluster.rpc.codec.tensor_encoding` / `tensor_decoding`).
 """
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ class Cluster:
     def __init__(self, tasks: list, launcher, name: Optional[str], config=None) -> None:
         self.name = name or f"cluster-{next(_names)}"
         self._tasks = {(t.job, t.index): t for t in tasks}
-        self._token: Optional[str] = None  # the tasks' token (rpc/tokens.py), if any
+        self._token: Optional[str] = None  # the tasks' token (rpc/grpc_transport/tokens.py), if any
         self._launcher = launcher  # None: connected, owns no process
         self._config = config_json(config)
         self._status = StatusClient()

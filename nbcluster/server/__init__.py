@@ -101,7 +101,7 @@ class Server:
       job_name, task_index: this task; inferred only when unambiguous.
       protocol: "grpc" (the default and only one). Tasks on one host send
         each other tensors over an abstract Unix socket all the same
-        (`rpc/data_plane_server.py`); NBCLUSTER_DATA_PLANE=grpc turns that off.
+        (`rpc/socket_transport/server.py`); NBCLUSTER_DATA_PLANE=grpc turns that off.
       config: a ConfigProto, the default for every session on this server.
       start: start serving now.
       token: (nbcluster, keyword only) the secret every RPC to this task must
@@ -186,7 +186,7 @@ class Server:
                 for i in cluster.task_indices(j):
                     tokens.register(cluster.task_address(j, i), self._token)
         # Same-host peers fetch tensors, and run graphs and steps, over a Unix
-        # socket (rpc/data_plane_server.py).
+        # socket (rpc/socket_transport/server.py).
         self._data_plane = DataPlaneServer.open(host, bound, self._worker, self._master)
         self._target = f"grpc://localhost:{bound}"
 
