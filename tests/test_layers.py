@@ -234,11 +234,16 @@ def test_imports_point_down_only():
     assert not upward, "\n".join(upward)
 
 
+def _within(circle: list, known: list) -> bool:
+    """Whether `circle` is one of `known`, or what is left of one (a circle may shrink)."""
+    return any(set(circle) <= set(k) for k in known)
+
+
 def test_no_module_imports_itself_around_a_circle():
     found = circles(_graph(ROOT), NOT_CIRCLES)
-    new = [c for c in found if c not in KNOWN_CIRCLES]
+    new = [c for c in found if not _within(c, KNOWN_CIRCLES)]
     assert not new, "import circles:\n" + "\n".join(" -> ".join(c) for c in new)
-    gone = [c for c in KNOWN_CIRCLES if c not in found]
+    gone = [k for k in KNOWN_CIRCLES if not any(_within(c, [k]) for c in found)]
     assert not gone, f"no longer circles: drop them from KNOWN_CIRCLES: {gone}"
 
 
@@ -269,9 +274,9 @@ def unit_graph(graph: dict, layers: Optional[dict] = None, allowed=()) -> dict:
 def test_no_package_imports_itself_around_a_circle():
     """Between packages too: `kernels` may use `runtime`, or the reverse, not both."""
     found = circles(unit_graph(_graph(ROOT), allowed=NOT_CIRCLES))
-    new = [c for c in found if c not in KNOWN_PACKAGE_CIRCLES]
+    new = [c for c in found if not _within(c, KNOWN_PACKAGE_CIRCLES)]
     assert not new, "package circles:\n" + "\n".join(" -> ".join(c) for c in new)
-    gone = [c for c in KNOWN_PACKAGE_CIRCLES if c not in found]
+    gone = [k for k in KNOWN_PACKAGE_CIRCLES if not any(_within(c, [k]) for c in found)]
     assert not gone, f"no longer circles: drop them from KNOWN_PACKAGE_CIRCLES: {gone}"
 
 
