@@ -13,7 +13,7 @@ from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.graph import Graph, get_default_graph, reset_default_graph
 from nbcluster.framework.operation import Operation, Tensor
 from nbcluster.framework.constant import constant, convert_to_tensor
-from nbcluster.framework.graph_def import import_graph_def
+from nbcluster.framework.importer import import_graph_def
 from nbcluster.framework.default_session import get_default_session
 from nbcluster.framework.scopes import (add_to_collection, colocate_with, container,
                                         control_dependencies, device, get_collection,
@@ -45,8 +45,9 @@ from nbcluster.ops.state import scatter_add, scatter_sub, scatter_update
 from nbcluster import math
 from nbcluster.grad import GradientTape, NotDifferentiable, gradients
 from nbcluster.grad import register_gradient as RegisterGradient
-from nbcluster.ops.reduction import (argmax, argmin, range, reduce_max,  # noqa: A004
-                                     reduce_mean, reduce_min, reduce_sum)
+from nbcluster.ops.ranges import range  # noqa: A004 - TF's name
+from nbcluster.ops.reduction import (argmax, argmin, reduce_max, reduce_mean, reduce_min,
+                                     reduce_sum)
 from nbcluster.ops.queue import FIFOQueue
 from nbcluster.ops.accumulator import ConditionalAccumulator
 from nbcluster.ops.random import (random_normal, random_uniform, set_random_seed,

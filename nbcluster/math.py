@@ -1,4 +1,7 @@
-"""tf.math: the math ops under their TF1 `tf.math.` names (a subset of TF's, growing)."""
+"""Facade: tf.math, the math ops of `ops/` under their TF1 `tf.math.` names (defines nothing).
+
+A subset of TF's, growing.
+"""
 from nbcluster.ops.indexing import unsorted_segment_sum
 from nbcluster.ops.logic import (is_finite, is_inf, is_nan, logical_and, logical_not,
                                  logical_or, logical_xor)

@@ -1,4 +1,4 @@
-"""tf.nn: the neural-network ops."""
+"""Facade: tf.nn, the neural-network ops of `ops/` under their TF1 names (defines nothing)."""
 from nbcluster.ops.nn import (bias_add, log_softmax, relu, sigmoid, softmax,
                               softmax_cross_entropy_with_logits,
                               softmax_cross_entropy_with_logits_v2,

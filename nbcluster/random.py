@@ -1,4 +1,4 @@
-"""tf.random: the random ops under their `tf.compat.v1.random.` names.
+"""Facade: tf.random, the random ops under their `tf.compat.v1.random.` names (defines nothing).
 
 Seeds follow TF1 (`ops/random.py`): a graph seed set by `set_random_seed`
 and an op's own `seed` together fix an op's sequence, the same in every

@@ -1,4 +1,8 @@
-"""tf.train: cluster description, the server, optimizers, the global step and device setters, savers."""
+"""Facade: tf.train, re-exported from where each lives (defines nothing).
+
+Cluster description, the server, optimizers, the global step and device setters,
+savers, the MonitoredSession family and queue-based input.
+"""
 from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.monitored import (CheckpointSaverHook, ChiefSessionCreator, LoggingTensorHook,
                                  MonitoredSession, MonitoredTrainingSession,

@@ -205,7 +205,7 @@ def _feed_value(tensor: Tensor, value) -> np.ndarray:
                         "values include Python scalars, strings, lists, numpy ndarrays, "
                         "or TensorHandles.")
     if tensor.dtype == dtypes.string:
-        from nbcluster.framework.constant import to_numpy
+        from nbcluster.framework.values import to_numpy
         array = to_numpy(value, dtypes.string)
     else:
         try:

@@ -6,16 +6,13 @@ from nbcluster.proto import config_pb2
 
 
 def connect(target: str, config=None):
-    """A master for `target`: in process when possible, else a gRPC client."""
+    """A master for `target`: in process when possible, else the client `rpc.peers` picks."""
     if target == "":
         return local_master(config)
     if target.startswith("grpc://"):
         from nbcluster import server
-        local = server.local_master(target)
-        if local is not None:
-            return local
-        from nbcluster.rpc.grpc_transport.master_client import GrpcMasterClient
-        return GrpcMasterClient(target[len("grpc://"):], config)
+        from nbcluster.rpc.peers import master_client
+        return master_client(target[len("grpc://"):], config, server.local_master(target))
     raise errors.NotFoundError(None, None, f"No session factory registered for the given "
                                            f"session options: {{target: \"{target}\"}} "
                                            f"(use \"\" or \"grpc://host:port\")")

@@ -13,7 +13,7 @@ from nbcluster.distributed.rendezvous import make_key, task_of
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.tensor_shape import unknown_shape
 from nbcluster.kernels.control_flow import DEAD
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 
 @register_op("_Send")

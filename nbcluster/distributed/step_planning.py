@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Optional, Protocol
 
 from nbcluster import errors
 from nbcluster.distributed.partition import partition
@@ -18,11 +18,23 @@ from nbcluster.distributed.rendezvous import attr_incarnation, task_of
 from nbcluster.distributed.subgraph import check_tensor, feed_nodes, fetch_node, prune
 from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.node import parse_input
-from nbcluster.kernels.registry import has_kernel
+from nbcluster.runtime.kernel_table import has_kernel
 from nbcluster.proto import config_pb2
 
-if TYPE_CHECKING:
-    from nbcluster.distributed.master import MasterSession
+
+class PlannedSession(Protocol):
+    """What planning reads and writes of a master's session (`master.MasterSession`,
+    which imports this module: a Protocol here keeps the two from importing each other)."""
+
+    handle: str
+    config: object           # config_pb2.ConfigProto
+    isolate: bool
+    cluster: object          # session_cluster.SessionCluster
+    server_def: Optional[object]
+    nodes: dict
+    plans: dict              # (feeds, fetches, targets) -> StepPlan
+    lock: object             # held by the caller while it plans
+    workers: set
 
 
 @dataclass(frozen=True)
@@ -49,7 +61,7 @@ class StepPlan:
     fetch_from: list  # per fetch: None (it is fed) or the index into parts
 
 
-def plan_step(session: MasterSession, feeds: tuple, fetches: tuple,
+def plan_step(session: PlannedSession, feeds: tuple, fetches: tuple,
               targets: tuple) -> StepPlan:
     """Prunes, places and partitions the session's graph and registers the pieces.
 
@@ -92,7 +104,7 @@ def plan_step(session: MasterSession, feeds: tuple, fetches: tuple,
         raise
 
 
-def forget_tasks(session: MasterSession, tasks: list) -> None:
+def forget_tasks(session: PlannedSession, tasks: list) -> None:
     """After a restart: drop the tasks' devices and every plan that uses them."""
     gone = set(tasks)
     with session.lock:
@@ -104,7 +116,7 @@ def forget_tasks(session: MasterSession, tasks: list) -> None:
             del session.plans[signature]
 
 
-def _place(session: MasterSession, pruned: dict) -> tuple:
+def _place(session: PlannedSession, pruned: dict) -> tuple:
     """Places `pruned`, asking only the tasks it may need for their devices.
 
     First the master's task and the tasks nodes are pinned to; if that
@@ -128,7 +140,7 @@ def _place(session: MasterSession, pruned: dict) -> tuple:
     raise AssertionError("unreachable")
 
 
-def _register(session: MasterSession, pieces: dict, fetches: tuple) -> StepPlan:
+def _register(session: PlannedSession, pieces: dict, fetches: tuple) -> StepPlan:
     cluster = session.cluster
     parts, where = [], {}
     for task, part_nodes in pieces.items():
@@ -151,7 +163,7 @@ def _register(session: MasterSession, pieces: dict, fetches: tuple) -> StepPlan:
     return StepPlan(parts, [where.get(f) for f in fetches])
 
 
-def _server_def_for(session: MasterSession, task: tuple):
+def _server_def_for(session: PlannedSession, task: tuple):
     """TF's CreateWorkerSession under ClusterSpec propagation: the session's
     cluster, with job_name/task_index naming the worker it is sent to (which
     may have booted under another name: it renames its devices for us)."""

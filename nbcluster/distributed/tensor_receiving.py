@@ -32,9 +32,8 @@ class TensorReceiver:
         peer = (step.session or self._default).peer
         for (job, task), keys in plan.items():
             client = peer(job, task) if peer is not None else None
-            stream = getattr(client, "stream_tensors", None)
-            if stream is None:
-                continue  # e.g. an in-process peer: Recvs fetch one by one
+            if client is None:
+                continue
             with self._lock:
                 streamed = step.rendezvous.streamed
                 keys = [k for k in keys if k not in streamed]
@@ -47,6 +46,10 @@ class TensorReceiver:
             except errors.OpError as e:
                 step.rendezvous.abort(e)
                 return
+            if values is None:  # an in-process peer: Recvs fetch one by one
+                with self._lock:
+                    step.rendezvous.streamed.difference_update(keys)
+                continue
             step.rendezvous.add_stream(keys, values, functools.partial(
                 self._resolve, client, step_id, deadline))
 

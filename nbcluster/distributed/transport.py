@@ -1,6 +1,7 @@
-"""The seams between master, workers and clients: protocols plus the
-in-process implementations (tests and same-process peers use these; the
-gRPC ones live in `nbcluster.rpc`).
+"""The seams between master, workers and clients: one Protocol per service (a
+`WorkerClient`, a `MasterClient`) plus the in-process implementations. The
+local-socket and gRPC ones live in `nbcluster.rpc`, and `rpc.peers` picks one
+of the three per peer.
 """
 from __future__ import annotations
 
@@ -42,6 +43,30 @@ class WorkerClient(Protocol):
                     waiter=None):
         """`waiter`: the receiving step's context; its cancellation ends the call."""
 
+    def stream_tensors(self, step_id: int, keys: list, timeout: Optional[float],
+                       cancellation=None):
+        """Asks for `keys` in one call, sent now: an iterator of lists of (key, ndarray)
+        as they are produced, (key, None) for one too large to stream (fetch it with
+        `recv_tensor`); or None where this client has no stream (Recvs fetch one by one)."""
+
+
+class MasterClient(Protocol):
+    """What a client Session asks of a master (`Master` itself is one, in process)."""
+
+    def create_session(self, nodes: list, config=None, target: Optional[str] = None
+                       ) -> tuple: ...
+
+    def extend_session(self, handle: str, nodes: list, current_version: int) -> int: ...
+
+    def run_step(self, handle: str, feeds: dict, fetches: list, targets: list,
+                 options=None) -> tuple: ...
+
+    def close_session(self, handle: str) -> None: ...
+
+    def list_devices(self, handle: Optional[str] = None) -> list: ...
+
+    def reset(self, containers: list) -> None: ...
+
 
 class InProcessWorkerClient:
     """Calls a Worker object directly: no sockets, no serialization."""
@@ -52,6 +77,10 @@ class InProcessWorkerClient:
     def register_graph(self, session_handle: str, nodes: list, parallelism: int = 0) -> str:
         # As on the wire: a master creates the worker session before registering.
         return self._worker.register_graph(session_handle, nodes, parallelism, True)
+
+    def stream_tensors(self, step_id: int, keys: list, timeout: Optional[float],
+                       cancellation=None) -> None:
+        return None  # in process, a Recv reads the producer's rendezvous directly
 
     def __getattr__(self, name: str):
         return getattr(self._worker, name)

@@ -15,6 +15,19 @@ from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.op_registry import get_op_def
 from nbcluster.framework.operation import Operation, Tensor
 
+# How an input that is not yet a Tensor becomes one (a Const op): `constant.py`
+# builds on this module (the default graph), so it hands its converter over when
+# it loads (framework/__init__.py loads it) rather than this module importing it.
+_converters: list = []
+
+
+def register_tensor_converter(convert) -> None:
+    """Sets `convert(value, graph=...) -> Tensor` for op inputs that are not Tensors."""
+    if _converters:
+        raise KeyError("a tensor converter is already registered")
+    _converters.append(convert)
+
+
 _VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
 
 
@@ -86,9 +99,7 @@ class Graph:
         return op
 
     def _own(self, value) -> Tensor:
-        from nbcluster.framework.constant import convert_to_tensor
-
-        t = convert_to_tensor(value, graph=self)
+        t = _converters[0](value, graph=self)
         if t.graph is not self:
             raise ValueError(f"Tensor {t.name} must be from the same graph as the op "
                              f"being created.")

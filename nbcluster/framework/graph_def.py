@@ -1,18 +1,18 @@
-"""Node <-> NodeDef and Graph <-> GraphDef conversion, and import_graph_def.
+"""Node <-> NodeDef and Graph <-> GraphDef conversion (import_graph_def: `importer.py`).
 
 Attribute values map by Python type: bool->b, int->i, float->f, str/bytes->s,
 DType->type, TensorShape->shape, ndarray->tensor, list->list, FuncAttr->func.
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Iterable
 
 import numpy as np
 
 from nbcluster import errors
 from nbcluster.framework import dtypes
 from nbcluster.framework.func_attr import FuncAttr, fill_func, read_func
-from nbcluster.framework.node import Node, parse_input
+from nbcluster.framework.node import Node
 from nbcluster.framework.tensor_shape import TensorShape
 from nbcluster.framework.tensor_util import make_ndarray, make_tensor_proto
 from nbcluster.proto import graph_pb2
@@ -169,90 +169,3 @@ def nodes_to_proto(nodes: Iterable[Node]) -> "graph_pb2.GraphDef":
 
 def nodes_from_proto(graph_def) -> list:
     return [node_from_proto(n) for n in graph_def.node]
-
-
-def import_graph_def(graph_def, input_map: Optional[dict] = None,
-                     return_elements: Optional[list] = None, name: Optional[str] = None,
-                     graph=None):
-    """Adds `graph_def`'s nodes to the default graph under the prefix `name`."""
-    from nbcluster.framework.graph import get_default_graph
-
-    graph = graph or get_default_graph()
-    # TF's keys: "op:1", or a bare "op" meaning output 0.
-    input_map = {"%s:%d" % parse_input(k) if not k.startswith("^") else k: v
-                 for k, v in (input_map or {}).items()}
-    nodes = {n.name: n for n in nodes_from_proto(graph_def)}
-    prefix = name if name is not None else "import"
-    created: dict = {}
-    back_edges: list = []  # (Merge, input slot, NextIteration name, index): a loop's
-    with graph.name_scope(prefix or None) as scope:
-        for node in _topological(nodes):
-            inputs, controls, later = [], [], []
-            for ref in node.inputs:
-                src, index = parse_input(ref)
-                if index < 0:
-                    controls.append(created[src])
-                    continue
-                key = f"{src}:{index}"
-                if key in input_map:
-                    inputs.append(input_map.pop(key))
-                elif src in created:
-                    inputs.append(created[src].outputs[index])
-                else:  # a back edge, wired once its NextIteration exists
-                    later.append((len(inputs), src, index))
-                    inputs.append(None)
-            for slot, _, _ in later:
-                inputs[slot] = next(t for t in inputs if t is not None)
-            with graph.control_dependencies(controls):
-                op = graph.create_op(node.op, inputs, dict(node.attrs),
-                                     name=scope + node.name + "/")
-            op._set_device(node.device)
-            created[node.name] = op
-            back_edges.extend((op, slot, src, index) for slot, src, index in later)
-    for op, slot, src, index in back_edges:
-        _rewire(op, slot, created[src].outputs[index])
-    if input_map:
-        raise ValueError(f"Attempted to map inputs that were not found in graph_def: "
-                         f"[{', '.join(sorted(input_map))}]")
-    if return_elements is None:
-        return None
-    return [graph.as_graph_element(scope + e) for e in return_elements]
-
-
-def _rewire(op, slot: int, tensor) -> None:
-    old = op._inputs[slot]
-    old._consumers.remove(op)
-    op._inputs = op._inputs[:slot] + (tensor,) + op._inputs[slot + 1:]
-    tensor._consumers.append(op)
-
-
-# A Merge's input from a NextIteration closes a while loop's cycle: the only
-# cycle a GraphDef may hold (TF's importer makes the same exception).
-_BACK_EDGE_SOURCES = frozenset({"NextIteration", "RefNextIteration"})
-
-
-def _topological(nodes: dict) -> list:
-    order, state = [], {}
-
-    def visit(name: str, path: tuple) -> None:
-        if state.get(name) == 2:
-            return
-        if state.get(name) == 1:
-            raise ValueError(f"GraphDef has a cycle through node '{name}'")
-        if name not in nodes:
-            raise ValueError(f"Node '{path[-1]}' has an input from unknown node '{name}'")
-        state[name] = 1
-        merge = nodes[name].op in ("Merge", "RefMerge")
-        for ref in nodes[name].inputs:
-            src = parse_input(ref)[0]
-            if merge and not ref.startswith("^") and src in nodes and \
-                    nodes[src].op in _BACK_EDGE_SOURCES:
-                continue
-            visit(src, path + (name,))
-        state[name] = 2
-        order.append(nodes[name])
-
-    for name in nodes:
-        visit(name, (name,))
-    return order
-

@@ -1,7 +1,7 @@
 """ndarray <-> TensorProto objects (TF's make_tensor_proto / make_ndarray).
 
 This is the protobuf-object path for graph constants; the step path encodes
-tensors by hand (`nbcluster.rpc.tensor_encoding` / `tensor_decoding`).
+tensors by hand (`nbcluster.rpc.codec.tensor_encoding` / `tensor_decoding`).
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 
 from nbcluster import errors
 from nbcluster.framework import dtypes
-from nbcluster.framework.constant import to_numpy
+from nbcluster.framework.values import to_numpy
 from nbcluster.framework.tensor_size import check_expansion, check_shape
 from nbcluster.proto import graph_pb2
 

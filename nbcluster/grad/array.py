@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from nbcluster.grad.registry import NotDifferentiable, register_gradient
 from nbcluster.ops import array
-from nbcluster.ops import reduction
+from nbcluster.ops import ranges, reduction
 from nbcluster.ops import shapes as shape_ops
 from nbcluster.ops import slicing
 from nbcluster.ops.fill import zeros_like
@@ -65,7 +65,7 @@ def _tile_grad(op, grad):
     x_shape = shape_ops.shape(x, out_type=multiples.dtype)
     interleaved = shape_ops.reshape(
         shape_ops.transpose(array.stack([multiples, x_shape])), [-1])
-    axes = reduction.range(0, shape_ops.size(interleaved), 2)
+    axes = ranges.range(0, shape_ops.size(interleaved), 2)
     summed = reduction.reduce_sum(shape_ops.reshape(grad, interleaved), axes)
     return [shape_ops.reshape(summed, x_shape), None]
 

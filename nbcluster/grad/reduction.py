@@ -11,7 +11,7 @@ from nbcluster.framework import dtypes
 from nbcluster.framework.operation import Tensor
 from nbcluster.grad.registry import NotDifferentiable, register_gradient
 from nbcluster.ops import math as m
-from nbcluster.ops import reduction
+from nbcluster.ops import ranges, reduction
 from nbcluster.ops import shapes
 from nbcluster.ops.fill import ones_like
 from nbcluster.ops.shape_inference import constant_value
@@ -40,7 +40,7 @@ def _kept_shape_at_run_time(x: Tensor, axes: Tensor) -> Tensor:
     # shape(x) with a 1 wherever an axis (or axis - rank) names the position.
     x_shape = shapes.shape(x)
     rank = shapes.rank(x)
-    positions = shapes.expand_dims(reduction.range(0, rank), 1)
+    positions = shapes.expand_dims(ranges.range(0, rank), 1)
     wanted = shapes.reshape(m.cast(axes, dtypes.int32), [1, -1])
     hits = m.add(m.cast(m.equal(positions, wanted), dtypes.int32),
                  m.cast(m.equal(m.subtract(positions, rank), wanted), dtypes.int32))

@@ -1,7 +1,7 @@
 """L1: kernels, one file per op family, registered per device type."""
 import importlib
 
-from nbcluster.kernels.registry import get_kernel_factory, has_kernel, register_kernel
+from nbcluster.runtime.kernel_table import get_kernel_factory, has_kernel, register_kernel
 
 __all__ = ["get_kernel_factory", "has_kernel", "register_kernel", "load_all"]
 

@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from nbcluster import errors
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import numpy as np
 from nbcluster import errors
 from nbcluster.framework import dtypes
 from nbcluster.framework.tensor_shape import as_shape, list_str
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 # TF's DataTypeString names, where they differ from ours (its messages use them).
 _TF_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "half"}

@@ -1,7 +1,7 @@
 """Control kernels: NoOp computes nothing; StopGradient passes its input through."""
 from __future__ import annotations
 
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 
 @register_kernel("NoOp", "CPU", "GPU")

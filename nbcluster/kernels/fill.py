@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from nbcluster.kernels.array import host_dims, invalid, module_for, shape_str
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 
 @register_kernel("Fill", "CPU", "GPU")

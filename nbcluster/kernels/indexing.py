@@ -14,7 +14,7 @@ import numpy as np
 
 from nbcluster.kernels.array import host_ints, invalid, module_for, shape_str
 from nbcluster.kernels.math import DEVICES
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 
 def first_out_of_range(device, xp, index, limit: int, drop_negative: bool = False

@@ -21,7 +21,7 @@ import numpy as np
 from nbcluster import errors
 from nbcluster.framework import dtypes
 from nbcluster.kernels.file_root import confine
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 FORMAT = "nbcluster.checkpoint"
 VERSION = 1

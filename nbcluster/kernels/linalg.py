@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from nbcluster.kernels.math import DEVICES, quiet
-from nbcluster.kernels.registry import register_kernel
 from nbcluster.runtime.blas_width import WidthChooser
+from nbcluster.runtime.kernel_table import register_kernel
 
 
 @register_kernel("MatMul", *DEVICES)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from nbcluster.kernels.math import DEVICES
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 _UFUNCS = {"LogicalAnd": "logical_and", "LogicalOr": "logical_or",
            "LogicalNot": "logical_not", "IsNan": "isnan", "IsInf": "isinf",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from nbcluster import errors
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 DEVICES = ("CPU", "GPU")
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from nbcluster.kernels.array import invalid, shape_str
 from nbcluster.kernels.math import DEVICES, quiet
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 
 def _dtype(node) -> np.dtype:

@@ -10,7 +10,7 @@ import numpy as np
 
 from nbcluster import errors
 from nbcluster.kernels.random import generator
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 
 class QueueResource:

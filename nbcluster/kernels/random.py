@@ -10,7 +10,7 @@ import numpy as np
 
 from nbcluster.framework import dtypes
 from nbcluster.kernels.array import host_dims, host_ints, invalid
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 _U64 = 2 ** 64
 

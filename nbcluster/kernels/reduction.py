@@ -10,7 +10,7 @@ import numpy as np
 
 from nbcluster import errors
 from nbcluster.kernels.math import DEVICES, quiet
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 
 # -- reductions -------------------------------------------------------------------

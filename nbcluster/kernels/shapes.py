@@ -9,7 +9,7 @@ import numpy as np
 
 from nbcluster.framework import dtypes
 from nbcluster.kernels.array import host_ints, invalid, module_for, shape_str
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 
 # -- reshaping ------------------------------------------------------------------

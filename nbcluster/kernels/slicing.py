@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from nbcluster.kernels.array import host_ints, invalid, module_for, shape_str
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 from nbcluster.ops.slicing import MASKS, static_reduction_axes, strided_entries
 
 DEVICES = ("CPU", "GPU")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nbcluster import errors
 from nbcluster.kernels.indexing import first_out_of_range, position_str, scatter_add
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 from nbcluster.runtime.resources import VariableResource
 
 

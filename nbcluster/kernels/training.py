@@ -18,8 +18,8 @@ import numpy as np
 
 from nbcluster import errors
 from nbcluster.kernels.math import quiet
-from nbcluster.kernels.registry import register_kernel
 from nbcluster.kernels.resource_variables import no_outputs
+from nbcluster.runtime.kernel_table import register_kernel
 
 DEVICES = ("CPU", "GPU")
 
@@ -166,8 +166,6 @@ def _sparse_factory(op_type: str):
         xp = device.xp
         attrs = dict(node.attrs)
         use_locking = bool(attrs.get("use_locking", False))
-        in_place = _IN_PLACE.get(op_type) if xp is np else None
-        scratch: dict = {}
 
         def compute(ctx, var_ref, accum_ref, lr, grad, indices, *momentum):
             with _locked([var_ref, accum_ref], use_locking):

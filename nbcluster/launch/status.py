@@ -1,7 +1,7 @@
 """GetStatus polling: is a task up, and its pid, host, devices and counters as a TaskStatus.
 
 Readiness is a GetStatus that answers, never a sleep. The calls go through
-`rpc.worker_client` over channels of the launcher's own
+`rpc.grpc_transport.worker_client` over channels of the launcher's own
 (`rpc.channels.polling_channel`, which retry connecting every 50-250 ms), so
 that a task starting a moment after the first poll is seen at once, and
 closing them never disturbs a session's shared channel to the same task.

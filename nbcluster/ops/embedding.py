@@ -15,7 +15,7 @@ from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import graph_of
 from nbcluster.framework.operation import Tensor, as_tensor_or_op
 from nbcluster.framework.tensor_shape import TensorShape
-from nbcluster.ops import array, indexing, math, reduction, shapes
+from nbcluster.ops import array, indexing, math, ranges, shapes
 from nbcluster.ops.clipping import clip_by_norm
 from nbcluster.ops.indexing import gather
 from nbcluster.ops.partitioned_variables import shards_of
@@ -73,7 +73,7 @@ def _sharded(graph, shards: list, ids: Tensor, strategy: str) -> Tensor:
     ids' order by position (UnsortedSegmentSum of one row per position)."""
     flat = shapes.reshape(ids, [-1])
     shard_of, row_in = _assign(flat, shards, strategy)
-    positions = reduction.range(0, shapes.size(flat), dtype=flat.dtype)
+    positions = ranges.range(0, shapes.size(flat), dtype=flat.dtype)
     rows, where = [], []
     for i, shard in enumerate(shards):
         mine = math.equal(shard_of, math.cast(i, shard_of.dtype))

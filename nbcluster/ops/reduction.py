@@ -1,26 +1,26 @@
-"""Reduction op constructors (tf.reduce_sum, reduce_prod, ..., tf.argmax, tf.argmin) and tf.range,
-with their shape functions.
+"""Reduction op constructors (tf.reduce_sum, reduce_prod, ..., tf.argmax, tf.argmin), with their
+shape functions.
 
 Rule: as in `ops/math.py`, dtypes and shapes are checked when the graph is
-built; kernels trust them. Range lives here because a reduction over every
-axis of a tensor of unknown rank reduces over `range(rank(x))`.
+built; kernels trust them. A reduction over every axis of a tensor of unknown
+rank reduces over `range(rank(x))` (`ops/ranges.py`, `ops/shapes.py`).
 """
 from __future__ import annotations
 
-import builtins
-from typing import Optional
 
 import numpy as np
 
 from nbcluster.framework import dtypes
-from nbcluster.framework.constant import constant, convert_to_tensor, to_numpy
+from nbcluster.framework.constant import constant, convert_to_tensor
 from nbcluster.framework.graph import graph_of
 from nbcluster.framework.op_registry import register_op
-from nbcluster.framework.operation import Tensor, as_tensor_or_op
+from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape, list_str, unknown_shape
 from nbcluster.ops.array import index_tensor
-from nbcluster.ops.math import (INDEX, NUMERIC, RANGE, REAL, cast, check_dtype, not_equal,
+from nbcluster.ops.math import (INDEX, NUMERIC, REAL, cast, check_dtype, not_equal,
                                 to_tensor)
+from nbcluster.ops.ranges import range  # noqa: A004 - TF's name
+from nbcluster.ops.shapes import rank
 from nbcluster.ops.shape_inference import constant_value, shape_error
 
 
@@ -66,9 +66,7 @@ def _deprecated_alias(new_name: str, new, old_name: str, old):
 def _all_axes(x: Tensor) -> Tensor:
     if x.shape.rank is not None:
         return constant(np.arange(x.shape.rank, dtype=np.int32), name="Const")
-    from nbcluster.ops.shapes import rank  # unknown rank: reduce over range(rank(x))
-
-    return range(0, rank(x))
+    return range(0, rank(x))  # unknown rank: reduce over range(rank(x))
 
 
 def _reduce(op_type: str, x, axis, keepdims, name, reduction_indices, keep_dims) -> Tensor:
@@ -181,72 +179,6 @@ def argmin(input, axis=None, name=None, dimension=None,  # noqa: A002 - TF's nam
            output_type=dtypes.int64) -> Tensor:
     """The index of the smallest value along `axis` (op ArgMin); see argmax."""
     return _arg_reduce("ArgMin", input, axis, name, dimension, output_type)
-
-
-# -- range ------------------------------------------------------------------------
-def range_error(start, limit, delta) -> Optional[str]:
-    """TF's complaint about a (start, limit, delta), or None if they make a range."""
-    if delta == 0:
-        return "Requires delta != 0"
-    if delta > 0 and start > limit:
-        return f"Requires start <= limit when delta > 0: {start}/{limit}"
-    if delta < 0 and start < limit:
-        return f"Requires start >= limit when delta < 0: {start}/{limit}"
-    return None
-
-
-@register_op("Range")
-def _range_shape(op):
-    dtype = op.get_attr("Tidx")
-    check_dtype(dtype, RANGE, "Tidx")
-    for t in op.inputs:
-        if t.dtype != dtype:
-            raise TypeError(f"Range '{op.name}': input {t.name} is {t.dtype.name}, not "
-                            f"{dtype.name}")
-        if t.shape.rank not in (None, 0):
-            raise shape_error(op, f"Shape must be rank 0 but is rank {t.shape.rank}")
-    values = [constant_value(t) for t in op.inputs]
-    if any(v is None for v in values):
-        return [(dtype, TensorShape([None]))]
-    start, limit, delta = (v.item() for v in values)
-    message = range_error(start, limit, delta)
-    if message:
-        raise shape_error(op, message)
-    if isinstance(start + limit + delta, int):
-        size = (builtins.abs(limit - start) + builtins.abs(delta) - 1) // builtins.abs(delta)
-    else:
-        size = int(np.ceil((limit - start) / delta))
-    return [(dtype, TensorShape([size]))]
-
-
-_RANGE_ORDER = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
-
-
-def range(start, limit=None, delta=1, dtype=None, name="range") -> Tensor:  # noqa: A001
-    """The 1-D tensor [start, start + delta, ...) up to `limit` (op Range).
-
-    `range(n)` counts from 0. Without `dtype`, the widest of the arguments'
-    dtypes (int32 < int64 < float32 < float64) is used, as in TF.
-
-    Example:
-      >>> range(1, 7, 2).shape
-      TensorShape([3])
-    """
-    if limit is None:
-        start, limit = 0, start
-    values = (start, limit, delta)
-    if dtype is None:  # TF: the widest argument dtype
-        kinds = [as_tensor_or_op(v).dtype if isinstance(as_tensor_or_op(v), Tensor)
-                 else dtypes.as_dtype(to_numpy(v).dtype) for v in values]
-        dtype = _RANGE_ORDER[max(_RANGE_ORDER.index(k) if k in _RANGE_ORDER else 0
-                                 for k in kinds)]
-    dtype = dtypes.as_dtype(dtype)
-    graph = graph_of(*values)
-    with graph.as_default(), graph.name_scope(name or "range") as scope:
-        args = [cast(to_tensor(v, dtype, n, graph), dtype)
-                for v, n in zip(values, ("start", "limit", "delta"))]
-        return graph.create_op("Range", args, {"Tidx": dtype},
-                               name=scope).outputs[0]
 
 
 # -- logical reductions and count_nonzero -------------------------------------------

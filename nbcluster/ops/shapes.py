@@ -18,6 +18,7 @@ from nbcluster.framework.graph import graph_of
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape, list_str, scalar, unknown_shape
+from nbcluster.ops import math as math_ops, ranges
 from nbcluster.ops.array import index_tensor
 from nbcluster.ops.shape_inference import (constant_value, per_dimension_rank, shape_error,
                                            shape_from_input)
@@ -141,13 +142,9 @@ def transpose(a, perm=None, name: str = "transpose", conjugate: bool = False) ->
 
 
 def _reversed_range(graph, x: Tensor) -> Tensor:
-    # Unknown rank: perm = (rank - 1) - range(rank), as TF builds it. reduction
-    # uses this module (rank), so it is imported here, at call time.
-    from nbcluster.ops import math as math_ops
-    from nbcluster.ops import reduction
-
+    # Unknown rank: perm = (rank - 1) - range(rank), as TF builds it.
     r = rank(x)
-    return math_ops.subtract(math_ops.subtract(r, 1), reduction.range(0, r, 1))
+    return math_ops.subtract(math_ops.subtract(r, 1), ranges.range(0, r, 1))
 
 
 def expand_dims(input, axis=None, name: Optional[str] = None, dim=None) -> Tensor:  # noqa: A002

@@ -23,56 +23,57 @@ _sym_db = _symbol_database.Default()
 
 
 from nbcluster.proto import config_pb2 as nbcluster_dot_proto_dot_config__pb2
+from nbcluster.proto import frames_pb2 as nbcluster_dot_proto_dot_frames__pb2
 from nbcluster.proto import graph_pb2 as nbcluster_dot_proto_dot_graph__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cnbcluster/proto/master.proto\x12\tnbcluster\x1a\x1cnbcluster/proto/config.proto\x1a\x1bnbcluster/proto/graph.proto\"v\n\x14\x43reateSessionRequest\x12&\n\tgraph_def\x18\x01 \x01(\x0b\x32\x13.nbcluster.GraphDef\x12&\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x16.nbcluster.ConfigProto\x12\x0e\n\x06target\x18\x03 \x01(\t\"F\n\x15\x43reateSessionResponse\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x15\n\rgraph_version\x18\x02 \x01(\x03\"u\n\x14\x45xtendSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12&\n\tgraph_def\x18\x02 \x01(\x0b\x32\x13.nbcluster.GraphDef\x12\x1d\n\x15\x63urrent_graph_version\x18\x03 \x01(\x03\"2\n\x15\x45xtendSessionResponse\x12\x19\n\x11new_graph_version\x18\x04 \x01(\x03\"\xef\x01\n\x0eRunStepRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12)\n\x04\x66\x65\x65\x64\x18\x02 \x03(\x0b\x32\x1b.nbcluster.NamedTensorProto\x12\r\n\x05\x66\x65tch\x18\x03 \x03(\t\x12\x0e\n\x06target\x18\x04 \x03(\t\x12&\n\x07options\x18\x05 \x01(\x0b\x32\x15.nbcluster.RunOptions\x12%\n\x1dstore_errors_in_response_body\x18\x07 \x01(\x08\x12\x12\n\nrequest_id\x18\x08 \x01(\x03J\x04\x08\x06\x10\x07R\x12partial_run_handle\"\xac\x01\n\x0fRunStepResponse\x12+\n\x06tensor\x18\x01 \x03(\x0b\x32\x1b.nbcluster.NamedTensorProto\x12(\n\x08metadata\x18\x02 \x01(\x0b\x32\x16.nbcluster.RunMetadata\x12$\n\x0bstatus_code\x18\x03 \x01(\x0e\x32\x0f.nbcluster.Code\x12\x1c\n\x14status_error_message\x18\x04 \x01(\t\"q\n\x16PartialRunSetupRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x0c\n\x04\x66\x65\x65\x64\x18\x02 \x03(\t\x12\r\n\x05\x66\x65tch\x18\x03 \x03(\t\x12\x0e\n\x06target\x18\x04 \x03(\t\x12\x12\n\nrequest_id\x18\x05 \x01(\x03\"5\n\x17PartialRunSetupResponse\x12\x1a\n\x12partial_run_handle\x18\x01 \x01(\t\"n\n\x13MakeCallableRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12+\n\x07options\x18\x02 \x01(\x0b\x32\x1a.nbcluster.CallableOptions\x12\x12\n\nrequest_id\x18\x03 \x01(\x03\"&\n\x14MakeCallableResponse\x12\x0e\n\x06handle\x18\x01 \x01(\x03\"v\n\x12RunCallableRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x0e\n\x06handle\x18\x02 \x01(\x03\x12$\n\x04\x66\x65\x65\x64\x18\x03 \x03(\x0b\x32\x16.nbcluster.TensorProto\x12\x12\n\nrequest_id\x18\x04 \x01(\x03\"f\n\x13RunCallableResponse\x12%\n\x05\x66\x65tch\x18\x01 \x03(\x0b\x32\x16.nbcluster.TensorProto\x12(\n\x08metadata\x18\x02 \x01(\x0b\x32\x16.nbcluster.RunMetadata\"@\n\x16ReleaseCallableRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x0e\n\x06handle\x18\x02 \x01(\x03\"\x19\n\x17ReleaseCallableResponse\"-\n\x13\x43loseSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"\x16\n\x14\x43loseSessionResponse\"9\n\x0cResetRequest\x12\x11\n\tcontainer\x18\x01 \x03(\t\x12\x16\n\x0e\x64\x65vice_filters\x18\x02 \x03(\t\"\x0f\n\rResetResponse\",\n\x12ListDevicesRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"|\n\x13ListDevicesResponse\x12\x31\n\x0clocal_device\x18\x01 \x03(\x0b\x32\x1b.nbcluster.DeviceAttributes\x12\x32\n\rremote_device\x18\x02 \x03(\x0b\x32\x1b.nbcluster.DeviceAttributes2\xd4\x03\n\rMasterService\x12R\n\rCreateSession\x12\x1f.nbcluster.CreateSessionRequest\x1a .nbcluster.CreateSessionResponse\x12R\n\rExtendSession\x12\x1f.nbcluster.ExtendSessionRequest\x1a .nbcluster.ExtendSessionResponse\x12@\n\x07RunStep\x12\x19.nbcluster.RunStepRequest\x1a\x1a.nbcluster.RunStepResponse\x12O\n\x0c\x43loseSession\x12\x1e.nbcluster.CloseSessionRequest\x1a\x1f.nbcluster.CloseSessionResponse\x12L\n\x0bListDevices\x12\x1d.nbcluster.ListDevicesRequest\x1a\x1e.nbcluster.ListDevicesResponse\x12:\n\x05Reset\x12\x17.nbcluster.ResetRequest\x1a\x18.nbcluster.ResetResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cnbcluster/proto/master.proto\x12\tnbcluster\x1a\x1cnbcluster/proto/config.proto\x1a\x1cnbcluster/proto/frames.proto\x1a\x1bnbcluster/proto/graph.proto\"v\n\x14\x43reateSessionRequest\x12&\n\tgraph_def\x18\x01 \x01(\x0b\x32\x13.nbcluster.GraphDef\x12&\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x16.nbcluster.ConfigProto\x12\x0e\n\x06target\x18\x03 \x01(\t\"F\n\x15\x43reateSessionResponse\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x15\n\rgraph_version\x18\x02 \x01(\x03\"u\n\x14\x45xtendSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12&\n\tgraph_def\x18\x02 \x01(\x0b\x32\x13.nbcluster.GraphDef\x12\x1d\n\x15\x63urrent_graph_version\x18\x03 \x01(\x03\"2\n\x15\x45xtendSessionResponse\x12\x19\n\x11new_graph_version\x18\x04 \x01(\x03\"\xef\x01\n\x0eRunStepRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12)\n\x04\x66\x65\x65\x64\x18\x02 \x03(\x0b\x32\x1b.nbcluster.NamedTensorProto\x12\r\n\x05\x66\x65tch\x18\x03 \x03(\t\x12\x0e\n\x06target\x18\x04 \x03(\t\x12&\n\x07options\x18\x05 \x01(\x0b\x32\x15.nbcluster.RunOptions\x12%\n\x1dstore_errors_in_response_body\x18\x07 \x01(\x08\x12\x12\n\nrequest_id\x18\x08 \x01(\x03J\x04\x08\x06\x10\x07R\x12partial_run_handle\"\xac\x01\n\x0fRunStepResponse\x12+\n\x06tensor\x18\x01 \x03(\x0b\x32\x1b.nbcluster.NamedTensorProto\x12(\n\x08metadata\x18\x02 \x01(\x0b\x32\x16.nbcluster.RunMetadata\x12$\n\x0bstatus_code\x18\x03 \x01(\x0e\x32\x0f.nbcluster.Code\x12\x1c\n\x14status_error_message\x18\x04 \x01(\t\"q\n\x16PartialRunSetupRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x0c\n\x04\x66\x65\x65\x64\x18\x02 \x03(\t\x12\r\n\x05\x66\x65tch\x18\x03 \x03(\t\x12\x0e\n\x06target\x18\x04 \x03(\t\x12\x12\n\nrequest_id\x18\x05 \x01(\x03\"5\n\x17PartialRunSetupResponse\x12\x1a\n\x12partial_run_handle\x18\x01 \x01(\t\"n\n\x13MakeCallableRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12+\n\x07options\x18\x02 \x01(\x0b\x32\x1a.nbcluster.CallableOptions\x12\x12\n\nrequest_id\x18\x03 \x01(\x03\"&\n\x14MakeCallableResponse\x12\x0e\n\x06handle\x18\x01 \x01(\x03\"v\n\x12RunCallableRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x0e\n\x06handle\x18\x02 \x01(\x03\x12$\n\x04\x66\x65\x65\x64\x18\x03 \x03(\x0b\x32\x16.nbcluster.TensorProto\x12\x12\n\nrequest_id\x18\x04 \x01(\x03\"f\n\x13RunCallableResponse\x12%\n\x05\x66\x65tch\x18\x01 \x03(\x0b\x32\x16.nbcluster.TensorProto\x12(\n\x08metadata\x18\x02 \x01(\x0b\x32\x16.nbcluster.RunMetadata\"@\n\x16ReleaseCallableRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x0e\n\x06handle\x18\x02 \x01(\x03\"\x19\n\x17ReleaseCallableResponse\"-\n\x13\x43loseSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"\x16\n\x14\x43loseSessionResponse\"9\n\x0cResetRequest\x12\x11\n\tcontainer\x18\x01 \x03(\t\x12\x16\n\x0e\x64\x65vice_filters\x18\x02 \x03(\t\"\x0f\n\rResetResponse\",\n\x12ListDevicesRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"|\n\x13ListDevicesResponse\x12\x31\n\x0clocal_device\x18\x01 \x03(\x0b\x32\x1b.nbcluster.DeviceAttributes\x12\x32\n\rremote_device\x18\x02 \x03(\x0b\x32\x1b.nbcluster.DeviceAttributes2\xdd\x04\n\rMasterService\x12R\n\rCreateSession\x12\x1f.nbcluster.CreateSessionRequest\x1a .nbcluster.CreateSessionResponse\x12R\n\rExtendSession\x12\x1f.nbcluster.ExtendSessionRequest\x1a .nbcluster.ExtendSessionResponse\x12@\n\x07RunStep\x12\x19.nbcluster.RunStepRequest\x1a\x1a.nbcluster.RunStepResponse\x12O\n\x0c\x43loseSession\x12\x1e.nbcluster.CloseSessionRequest\x1a\x1f.nbcluster.CloseSessionResponse\x12L\n\x0bListDevices\x12\x1d.nbcluster.ListDevicesRequest\x1a\x1e.nbcluster.ListDevicesResponse\x12:\n\x05Reset\x12\x17.nbcluster.ResetRequest\x1a\x18.nbcluster.ResetResponse\x12G\n\x0fRunStepStreamed\x12\x16.nbcluster.TensorFrame\x1a\x1a.nbcluster.RunStepResponse(\x01\x12>\n\x0cPullResponse\x12\x14.nbcluster.PullToken\x1a\x16.nbcluster.TensorFrame0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'nbcluster.proto.master_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CREATESESSIONREQUEST']._serialized_start=102
-  _globals['_CREATESESSIONREQUEST']._serialized_end=220
-  _globals['_CREATESESSIONRESPONSE']._serialized_start=222
-  _globals['_CREATESESSIONRESPONSE']._serialized_end=292
-  _globals['_EXTENDSESSIONREQUEST']._serialized_start=294
-  _globals['_EXTENDSESSIONREQUEST']._serialized_end=411
-  _globals['_EXTENDSESSIONRESPONSE']._serialized_start=413
-  _globals['_EXTENDSESSIONRESPONSE']._serialized_end=463
-  _globals['_RUNSTEPREQUEST']._serialized_start=466
-  _globals['_RUNSTEPREQUEST']._serialized_end=705
-  _globals['_RUNSTEPRESPONSE']._serialized_start=708
-  _globals['_RUNSTEPRESPONSE']._serialized_end=880
-  _globals['_PARTIALRUNSETUPREQUEST']._serialized_start=882
-  _globals['_PARTIALRUNSETUPREQUEST']._serialized_end=995
-  _globals['_PARTIALRUNSETUPRESPONSE']._serialized_start=997
-  _globals['_PARTIALRUNSETUPRESPONSE']._serialized_end=1050
-  _globals['_MAKECALLABLEREQUEST']._serialized_start=1052
-  _globals['_MAKECALLABLEREQUEST']._serialized_end=1162
-  _globals['_MAKECALLABLERESPONSE']._serialized_start=1164
-  _globals['_MAKECALLABLERESPONSE']._serialized_end=1202
-  _globals['_RUNCALLABLEREQUEST']._serialized_start=1204
-  _globals['_RUNCALLABLEREQUEST']._serialized_end=1322
-  _globals['_RUNCALLABLERESPONSE']._serialized_start=1324
-  _globals['_RUNCALLABLERESPONSE']._serialized_end=1426
-  _globals['_RELEASECALLABLEREQUEST']._serialized_start=1428
-  _globals['_RELEASECALLABLEREQUEST']._serialized_end=1492
-  _globals['_RELEASECALLABLERESPONSE']._serialized_start=1494
-  _globals['_RELEASECALLABLERESPONSE']._serialized_end=1519
-  _globals['_CLOSESESSIONREQUEST']._serialized_start=1521
-  _globals['_CLOSESESSIONREQUEST']._serialized_end=1566
-  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1568
-  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1590
-  _globals['_RESETREQUEST']._serialized_start=1592
-  _globals['_RESETREQUEST']._serialized_end=1649
-  _globals['_RESETRESPONSE']._serialized_start=1651
-  _globals['_RESETRESPONSE']._serialized_end=1666
-  _globals['_LISTDEVICESREQUEST']._serialized_start=1668
-  _globals['_LISTDEVICESREQUEST']._serialized_end=1712
-  _globals['_LISTDEVICESRESPONSE']._serialized_start=1714
-  _globals['_LISTDEVICESRESPONSE']._serialized_end=1838
-  _globals['_MASTERSERVICE']._serialized_start=1841
-  _globals['_MASTERSERVICE']._serialized_end=2309
+  _globals['_CREATESESSIONREQUEST']._serialized_start=132
+  _globals['_CREATESESSIONREQUEST']._serialized_end=250
+  _globals['_CREATESESSIONRESPONSE']._serialized_start=252
+  _globals['_CREATESESSIONRESPONSE']._serialized_end=322
+  _globals['_EXTENDSESSIONREQUEST']._serialized_start=324
+  _globals['_EXTENDSESSIONREQUEST']._serialized_end=441
+  _globals['_EXTENDSESSIONRESPONSE']._serialized_start=443
+  _globals['_EXTENDSESSIONRESPONSE']._serialized_end=493
+  _globals['_RUNSTEPREQUEST']._serialized_start=496
+  _globals['_RUNSTEPREQUEST']._serialized_end=735
+  _globals['_RUNSTEPRESPONSE']._serialized_start=738
+  _globals['_RUNSTEPRESPONSE']._serialized_end=910
+  _globals['_PARTIALRUNSETUPREQUEST']._serialized_start=912
+  _globals['_PARTIALRUNSETUPREQUEST']._serialized_end=1025
+  _globals['_PARTIALRUNSETUPRESPONSE']._serialized_start=1027
+  _globals['_PARTIALRUNSETUPRESPONSE']._serialized_end=1080
+  _globals['_MAKECALLABLEREQUEST']._serialized_start=1082
+  _globals['_MAKECALLABLEREQUEST']._serialized_end=1192
+  _globals['_MAKECALLABLERESPONSE']._serialized_start=1194
+  _globals['_MAKECALLABLERESPONSE']._serialized_end=1232
+  _globals['_RUNCALLABLEREQUEST']._serialized_start=1234
+  _globals['_RUNCALLABLEREQUEST']._serialized_end=1352
+  _globals['_RUNCALLABLERESPONSE']._serialized_start=1354
+  _globals['_RUNCALLABLERESPONSE']._serialized_end=1456
+  _globals['_RELEASECALLABLEREQUEST']._serialized_start=1458
+  _globals['_RELEASECALLABLEREQUEST']._serialized_end=1522
+  _globals['_RELEASECALLABLERESPONSE']._serialized_start=1524
+  _globals['_RELEASECALLABLERESPONSE']._serialized_end=1549
+  _globals['_CLOSESESSIONREQUEST']._serialized_start=1551
+  _globals['_CLOSESESSIONREQUEST']._serialized_end=1596
+  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1598
+  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1620
+  _globals['_RESETREQUEST']._serialized_start=1622
+  _globals['_RESETREQUEST']._serialized_end=1679
+  _globals['_RESETRESPONSE']._serialized_start=1681
+  _globals['_RESETRESPONSE']._serialized_end=1696
+  _globals['_LISTDEVICESREQUEST']._serialized_start=1698
+  _globals['_LISTDEVICESREQUEST']._serialized_end=1742
+  _globals['_LISTDEVICESRESPONSE']._serialized_start=1744
+  _globals['_LISTDEVICESRESPONSE']._serialized_end=1868
+  _globals['_MASTERSERVICE']._serialized_start=1871
+  _globals['_MASTERSERVICE']._serialized_end=2476
 # @@protoc_insertion_point(module_scope)

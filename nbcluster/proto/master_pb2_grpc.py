@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from nbcluster.proto import frames_pb2 as nbcluster_dot_proto_dot_frames__pb2
 from nbcluster.proto import master_pb2 as nbcluster_dot_proto_dot_master__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -66,6 +67,16 @@ class MasterServiceStub:
                 request_serializer=nbcluster_dot_proto_dot_master__pb2.ResetRequest.SerializeToString,
                 response_deserializer=nbcluster_dot_proto_dot_master__pb2.ResetResponse.FromString,
                 _registered_method=True)
+        self.RunStepStreamed = channel.stream_unary(
+                '/nbcluster.MasterService/RunStepStreamed',
+                request_serializer=nbcluster_dot_proto_dot_frames__pb2.TensorFrame.SerializeToString,
+                response_deserializer=nbcluster_dot_proto_dot_master__pb2.RunStepResponse.FromString,
+                _registered_method=True)
+        self.PullResponse = channel.unary_stream(
+                '/nbcluster.MasterService/PullResponse',
+                request_serializer=nbcluster_dot_proto_dot_frames__pb2.PullToken.SerializeToString,
+                response_deserializer=nbcluster_dot_proto_dot_frames__pb2.TensorFrame.FromString,
+                _registered_method=True)
 
 
 class MasterServiceServicer:
@@ -115,6 +126,24 @@ class MasterServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RunStepStreamed(self, request_iterator, context):
+        """nbcluster's own methods: TF has none of these. They stay on this
+        service's path, where existing peers call them; their bytes are the
+        codec's frames (frames.proto), not the messages' own encoding.
+
+        RunStep whose feeds reach 4 MiB: the RunStepRequest as a frame stream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PullResponse(self, request, context):
+        """A RunStep response of 4 MiB or more, parked under a token: its frames.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -147,6 +176,16 @@ def add_MasterServiceServicer_to_server(servicer, server):
                     servicer.Reset,
                     request_deserializer=nbcluster_dot_proto_dot_master__pb2.ResetRequest.FromString,
                     response_serializer=nbcluster_dot_proto_dot_master__pb2.ResetResponse.SerializeToString,
+            ),
+            'RunStepStreamed': grpc.stream_unary_rpc_method_handler(
+                    servicer.RunStepStreamed,
+                    request_deserializer=nbcluster_dot_proto_dot_frames__pb2.TensorFrame.FromString,
+                    response_serializer=nbcluster_dot_proto_dot_master__pb2.RunStepResponse.SerializeToString,
+            ),
+            'PullResponse': grpc.unary_stream_rpc_method_handler(
+                    servicer.PullResponse,
+                    request_deserializer=nbcluster_dot_proto_dot_frames__pb2.PullToken.FromString,
+                    response_serializer=nbcluster_dot_proto_dot_frames__pb2.TensorFrame.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -313,6 +352,60 @@ class MasterService:
             '/nbcluster.MasterService/Reset',
             nbcluster_dot_proto_dot_master__pb2.ResetRequest.SerializeToString,
             nbcluster_dot_proto_dot_master__pb2.ResetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunStepStreamed(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/nbcluster.MasterService/RunStepStreamed',
+            nbcluster_dot_proto_dot_frames__pb2.TensorFrame.SerializeToString,
+            nbcluster_dot_proto_dot_master__pb2.RunStepResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PullResponse(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/nbcluster.MasterService/PullResponse',
+            nbcluster_dot_proto_dot_frames__pb2.PullToken.SerializeToString,
+            nbcluster_dot_proto_dot_frames__pb2.TensorFrame.FromString,
             options,
             channel_credentials,
             insecure,

@@ -23,56 +23,57 @@ _sym_db = _symbol_database.Default()
 
 
 from nbcluster.proto import config_pb2 as nbcluster_dot_proto_dot_config__pb2
+from nbcluster.proto import frames_pb2 as nbcluster_dot_proto_dot_frames__pb2
 from nbcluster.proto import graph_pb2 as nbcluster_dot_proto_dot_graph__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cnbcluster/proto/worker.proto\x12\tnbcluster\x1a\x1cnbcluster/proto/config.proto\x1a\x1bnbcluster/proto/graph.proto\"\x12\n\x10GetStatusRequest\"\xf6\x02\n\x11GetStatusResponse\x12\x36\n\x11\x64\x65vice_attributes\x18\x01 \x03(\x0b\x32\x1b.nbcluster.DeviceAttributes\x12%\n\x1dincarnation_start_unix_micros\x18\x64 \x01(\x03\x12\x0b\n\x03pid\x18\x65 \x01(\x05\x12\x0c\n\x04host\x18\x66 \x01(\t\x12\x11\n\tsteps_run\x18g \x01(\x03\x12\x12\n\nbytes_sent\x18h \x01(\x03\x12\x16\n\x0e\x62ytes_received\x18i \x01(\x03\x12\x17\n\x0f\x61\x63tive_sessions\x18j \x01(\x05\x12\x12\n\nlast_error\x18k \x01(\t\x12\x10\n\x08job_name\x18l \x01(\t\x12\x12\n\ntask_index\x18m \x01(\x05\x12\x13\n\x0b\x63pu_percent\x18n \x01(\x01\x12\x11\n\trss_bytes\x18o \x01(\x03\x12-\n\ngpu_memory\x18p \x03(\x0b\x32\x19.nbcluster.GpuMemoryUsage\"\x85\x01\n\x0eGpuMemoryUsage\x12\x0e\n\x06\x64\x65vice\x18\x01 \x01(\t\x12\x14\n\x0c\x62ytes_in_use\x18\x02 \x01(\x03\x12\x16\n\x0e\x62ytes_reserved\x18\x03 \x01(\x03\x12\x19\n\x11\x64\x65vice_bytes_used\x18\x04 \x01(\x03\x12\x1a\n\x12\x64\x65vice_bytes_total\x18\x05 \x01(\x03\"\xf4\x01\n\x1a\x43reateWorkerSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12(\n\nserver_def\x18\x02 \x01(\x0b\x32\x14.nbcluster.ServerDef\x12\x1d\n\x15isolate_session_state\x18\x03 \x01(\x08\x12>\n\x19\x63luster_device_attributes\x18\x04 \x03(\x0b\x32\x1b.nbcluster.DeviceAttributes\x12\x13\n\x0bmaster_task\x18\x05 \x01(\t\x12\x1a\n\x12master_incarnation\x18\x06 \x01(\x03J\x04\x08\x07\x10\x08\"\x1d\n\x1b\x43reateWorkerSessionResponse\"4\n\x1a\x44\x65leteWorkerSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"\x1d\n\x1b\x44\x65leteWorkerSessionResponse\"\xa5\x02\n\x14RegisterGraphRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12&\n\tgraph_def\x18\x02 \x01(\x0b\x32\x13.nbcluster.GraphDef\x12.\n\rgraph_options\x18\x04 \x01(\x0b\x32\x17.nbcluster.GraphOptions\x12$\n\x1c\x63reate_worker_session_called\x18\x06 \x01(\x08\x12\x1c\n\x14\x63ollective_graph_key\x18\x07 \x01(\x03\x12,\n\x0c\x63onfig_proto\x18\x08 \x01(\x0b\x32\x16.nbcluster.ConfigProtoJ\x04\x08\x03\x10\x04J\x04\x08\x05\x10\x06R\x10has_control_flowR\rdebug_options\"-\n\x15RegisterGraphResponse\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\"l\n\x16\x44\x65registerGraphRequest\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\x12\x16\n\x0esession_handle\x18\x02 \x01(\t\x12$\n\x1c\x63reate_worker_session_called\x18\x03 \x01(\x08\"\x19\n\x17\x44\x65registerGraphResponse\"\x8a\x01\n\x0c\x45xecutorOpts\x12\x14\n\x0crecord_costs\x18\x01 \x01(\x08\x12\x17\n\x0frecord_timeline\x18\x03 \x01(\x08\x12\x1f\n\x17record_partition_graphs\x18\x04 \x01(\x08\x12*\n\"report_tensor_allocations_upon_oom\x18\x05 \x01(\x08\"\xcb\x02\n\x0fRunGraphRequest\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\x12\x0f\n\x07step_id\x18\x02 \x01(\x03\x12)\n\x04send\x18\x03 \x03(\x0b\x32\x1b.nbcluster.NamedTensorProto\x12\x10\n\x08recv_key\x18\x04 \x03(\t\x12*\n\texec_opts\x18\x05 \x01(\x0b\x32\x17.nbcluster.ExecutorOpts\x12\x12\n\nis_partial\x18\x06 \x01(\x08\x12\x1b\n\x13is_last_partial_run\x18\x07 \x01(\x08\x12\x16\n\x0esession_handle\x18\x08 \x01(\t\x12%\n\x1dstore_errors_in_response_body\x18\t \x01(\x08\x12$\n\x1c\x63reate_worker_session_called\x18\n \x01(\x08\x12\x12\n\nrequest_id\x18\x0b \x01(\x03\"\xeb\x01\n\x10RunGraphResponse\x12)\n\x04recv\x18\x01 \x03(\x0b\x32\x1b.nbcluster.NamedTensorProto\x12(\n\nstep_stats\x18\x02 \x01(\x0b\x32\x14.nbcluster.StepStats\x12,\n\x0fpartition_graph\x18\x04 \x03(\x0b\x32\x13.nbcluster.GraphDef\x12$\n\x0bstatus_code\x18\x05 \x01(\x0e\x32\x0f.nbcluster.Code\x12\x1c\n\x14status_error_message\x18\x06 \x01(\tJ\x04\x08\x03\x10\x04R\ncost_graph\"&\n\x13\x43leanupGraphRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\"\x16\n\x14\x43leanupGraphResponse\"&\n\x11\x43leanupAllRequest\x12\x11\n\tcontainer\x18\x01 \x03(\t\"\x14\n\x12\x43leanupAllResponse\"\xe1\x01\n\x11RecvTensorRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\x12\x16\n\x0erendezvous_key\x18\x02 \x01(\t\x12\x0e\n\x06\x64ma_ok\x18\x03 \x01(\x08\x12\x32\n\x0f\x63lient_locality\x18\x04 \x01(\x0b\x32\x19.nbcluster.DeviceLocality\x12\x32\n\x0fserver_locality\x18\x05 \x01(\x0b\x32\x19.nbcluster.DeviceLocality\x12\x12\n\nrequest_id\x18\x07 \x01(\x03J\x04\x08\x06\x10\x07R\x11transport_options\"\x96\x01\n\x12RecvTensorResponse\x12&\n\x06tensor\x18\x01 \x01(\x0b\x32\x16.nbcluster.TensorProto\x12\x0f\n\x07is_dead\x18\x02 \x01(\x08\x12\x19\n\x11send_start_micros\x18\x03 \x01(\x03\x12\x13\n\x0brequire_ack\x18\x05 \x01(\x08J\x04\x08\x04\x10\x05R\x11transport_options2\xfd\x05\n\rWorkerService\x12\x46\n\tGetStatus\x12\x1b.nbcluster.GetStatusRequest\x1a\x1c.nbcluster.GetStatusResponse\x12\x64\n\x13\x43reateWorkerSession\x12%.nbcluster.CreateWorkerSessionRequest\x1a&.nbcluster.CreateWorkerSessionResponse\x12\x64\n\x13\x44\x65leteWorkerSession\x12%.nbcluster.DeleteWorkerSessionRequest\x1a&.nbcluster.DeleteWorkerSessionResponse\x12R\n\rRegisterGraph\x12\x1f.nbcluster.RegisterGraphRequest\x1a .nbcluster.RegisterGraphResponse\x12X\n\x0f\x44\x65registerGraph\x12!.nbcluster.DeregisterGraphRequest\x1a\".nbcluster.DeregisterGraphResponse\x12\x43\n\x08RunGraph\x12\x1a.nbcluster.RunGraphRequest\x1a\x1b.nbcluster.RunGraphResponse\x12O\n\x0c\x43leanupGraph\x12\x1e.nbcluster.CleanupGraphRequest\x1a\x1f.nbcluster.CleanupGraphResponse\x12I\n\nCleanupAll\x12\x1c.nbcluster.CleanupAllRequest\x1a\x1d.nbcluster.CleanupAllResponse\x12I\n\nRecvTensor\x12\x1c.nbcluster.RecvTensorRequest\x1a\x1d.nbcluster.RecvTensorResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cnbcluster/proto/worker.proto\x12\tnbcluster\x1a\x1cnbcluster/proto/config.proto\x1a\x1cnbcluster/proto/frames.proto\x1a\x1bnbcluster/proto/graph.proto\"\x12\n\x10GetStatusRequest\"\xf6\x02\n\x11GetStatusResponse\x12\x36\n\x11\x64\x65vice_attributes\x18\x01 \x03(\x0b\x32\x1b.nbcluster.DeviceAttributes\x12%\n\x1dincarnation_start_unix_micros\x18\x64 \x01(\x03\x12\x0b\n\x03pid\x18\x65 \x01(\x05\x12\x0c\n\x04host\x18\x66 \x01(\t\x12\x11\n\tsteps_run\x18g \x01(\x03\x12\x12\n\nbytes_sent\x18h \x01(\x03\x12\x16\n\x0e\x62ytes_received\x18i \x01(\x03\x12\x17\n\x0f\x61\x63tive_sessions\x18j \x01(\x05\x12\x12\n\nlast_error\x18k \x01(\t\x12\x10\n\x08job_name\x18l \x01(\t\x12\x12\n\ntask_index\x18m \x01(\x05\x12\x13\n\x0b\x63pu_percent\x18n \x01(\x01\x12\x11\n\trss_bytes\x18o \x01(\x03\x12-\n\ngpu_memory\x18p \x03(\x0b\x32\x19.nbcluster.GpuMemoryUsage\"\x85\x01\n\x0eGpuMemoryUsage\x12\x0e\n\x06\x64\x65vice\x18\x01 \x01(\t\x12\x14\n\x0c\x62ytes_in_use\x18\x02 \x01(\x03\x12\x16\n\x0e\x62ytes_reserved\x18\x03 \x01(\x03\x12\x19\n\x11\x64\x65vice_bytes_used\x18\x04 \x01(\x03\x12\x1a\n\x12\x64\x65vice_bytes_total\x18\x05 \x01(\x03\"\xf4\x01\n\x1a\x43reateWorkerSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12(\n\nserver_def\x18\x02 \x01(\x0b\x32\x14.nbcluster.ServerDef\x12\x1d\n\x15isolate_session_state\x18\x03 \x01(\x08\x12>\n\x19\x63luster_device_attributes\x18\x04 \x03(\x0b\x32\x1b.nbcluster.DeviceAttributes\x12\x13\n\x0bmaster_task\x18\x05 \x01(\t\x12\x1a\n\x12master_incarnation\x18\x06 \x01(\x03J\x04\x08\x07\x10\x08\"\x1d\n\x1b\x43reateWorkerSessionResponse\"4\n\x1a\x44\x65leteWorkerSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"\x1d\n\x1b\x44\x65leteWorkerSessionResponse\"\xa5\x02\n\x14RegisterGraphRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12&\n\tgraph_def\x18\x02 \x01(\x0b\x32\x13.nbcluster.GraphDef\x12.\n\rgraph_options\x18\x04 \x01(\x0b\x32\x17.nbcluster.GraphOptions\x12$\n\x1c\x63reate_worker_session_called\x18\x06 \x01(\x08\x12\x1c\n\x14\x63ollective_graph_key\x18\x07 \x01(\x03\x12,\n\x0c\x63onfig_proto\x18\x08 \x01(\x0b\x32\x16.nbcluster.ConfigProtoJ\x04\x08\x03\x10\x04J\x04\x08\x05\x10\x06R\x10has_control_flowR\rdebug_options\"-\n\x15RegisterGraphResponse\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\"l\n\x16\x44\x65registerGraphRequest\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\x12\x16\n\x0esession_handle\x18\x02 \x01(\t\x12$\n\x1c\x63reate_worker_session_called\x18\x03 \x01(\x08\"\x19\n\x17\x44\x65registerGraphResponse\"\x8a\x01\n\x0c\x45xecutorOpts\x12\x14\n\x0crecord_costs\x18\x01 \x01(\x08\x12\x17\n\x0frecord_timeline\x18\x03 \x01(\x08\x12\x1f\n\x17record_partition_graphs\x18\x04 \x01(\x08\x12*\n\"report_tensor_allocations_upon_oom\x18\x05 \x01(\x08\"\xcb\x02\n\x0fRunGraphRequest\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\x12\x0f\n\x07step_id\x18\x02 \x01(\x03\x12)\n\x04send\x18\x03 \x03(\x0b\x32\x1b.nbcluster.NamedTensorProto\x12\x10\n\x08recv_key\x18\x04 \x03(\t\x12*\n\texec_opts\x18\x05 \x01(\x0b\x32\x17.nbcluster.ExecutorOpts\x12\x12\n\nis_partial\x18\x06 \x01(\x08\x12\x1b\n\x13is_last_partial_run\x18\x07 \x01(\x08\x12\x16\n\x0esession_handle\x18\x08 \x01(\t\x12%\n\x1dstore_errors_in_response_body\x18\t \x01(\x08\x12$\n\x1c\x63reate_worker_session_called\x18\n \x01(\x08\x12\x12\n\nrequest_id\x18\x0b \x01(\x03\"\xeb\x01\n\x10RunGraphResponse\x12)\n\x04recv\x18\x01 \x03(\x0b\x32\x1b.nbcluster.NamedTensorProto\x12(\n\nstep_stats\x18\x02 \x01(\x0b\x32\x14.nbcluster.StepStats\x12,\n\x0fpartition_graph\x18\x04 \x03(\x0b\x32\x13.nbcluster.GraphDef\x12$\n\x0bstatus_code\x18\x05 \x01(\x0e\x32\x0f.nbcluster.Code\x12\x1c\n\x14status_error_message\x18\x06 \x01(\tJ\x04\x08\x03\x10\x04R\ncost_graph\"&\n\x13\x43leanupGraphRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\"\x16\n\x14\x43leanupGraphResponse\"&\n\x11\x43leanupAllRequest\x12\x11\n\tcontainer\x18\x01 \x03(\t\"\x14\n\x12\x43leanupAllResponse\"\xe1\x01\n\x11RecvTensorRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\x12\x16\n\x0erendezvous_key\x18\x02 \x01(\t\x12\x0e\n\x06\x64ma_ok\x18\x03 \x01(\x08\x12\x32\n\x0f\x63lient_locality\x18\x04 \x01(\x0b\x32\x19.nbcluster.DeviceLocality\x12\x32\n\x0fserver_locality\x18\x05 \x01(\x0b\x32\x19.nbcluster.DeviceLocality\x12\x12\n\nrequest_id\x18\x07 \x01(\x03J\x04\x08\x06\x10\x07R\x11transport_options\"\x96\x01\n\x12RecvTensorResponse\x12&\n\x06tensor\x18\x01 \x01(\x0b\x32\x16.nbcluster.TensorProto\x12\x0f\n\x07is_dead\x18\x02 \x01(\x08\x12\x19\n\x11send_start_micros\x18\x03 \x01(\x03\x12\x13\n\x0brequire_ack\x18\x05 \x01(\x08J\x04\x08\x04\x10\x05R\x11transport_options2\xa1\x08\n\rWorkerService\x12\x46\n\tGetStatus\x12\x1b.nbcluster.GetStatusRequest\x1a\x1c.nbcluster.GetStatusResponse\x12\x64\n\x13\x43reateWorkerSession\x12%.nbcluster.CreateWorkerSessionRequest\x1a&.nbcluster.CreateWorkerSessionResponse\x12\x64\n\x13\x44\x65leteWorkerSession\x12%.nbcluster.DeleteWorkerSessionRequest\x1a&.nbcluster.DeleteWorkerSessionResponse\x12R\n\rRegisterGraph\x12\x1f.nbcluster.RegisterGraphRequest\x1a .nbcluster.RegisterGraphResponse\x12X\n\x0f\x44\x65registerGraph\x12!.nbcluster.DeregisterGraphRequest\x1a\".nbcluster.DeregisterGraphResponse\x12\x43\n\x08RunGraph\x12\x1a.nbcluster.RunGraphRequest\x1a\x1b.nbcluster.RunGraphResponse\x12O\n\x0c\x43leanupGraph\x12\x1e.nbcluster.CleanupGraphRequest\x1a\x1f.nbcluster.CleanupGraphResponse\x12I\n\nCleanupAll\x12\x1c.nbcluster.CleanupAllRequest\x1a\x1d.nbcluster.CleanupAllResponse\x12I\n\nRecvTensor\x12\x1c.nbcluster.RecvTensorRequest\x1a\x1d.nbcluster.RecvTensorResponse\x12I\n\x10RunGraphStreamed\x12\x16.nbcluster.TensorFrame\x1a\x1b.nbcluster.RunGraphResponse(\x01\x12M\n\x12RecvTensorStreamed\x12\x16.nbcluster.TensorFrame\x1a\x1d.nbcluster.RecvTensorResponse(\x01\x12>\n\x0cPullResponse\x12\x14.nbcluster.PullToken\x1a\x16.nbcluster.TensorFrame0\x01\x12H\n\x0bRecvTensors\x12\x1a.nbcluster.RunGraphRequest\x1a\x1b.nbcluster.RecvTensorsFrame0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'nbcluster.proto.worker_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_GETSTATUSREQUEST']._serialized_start=102
-  _globals['_GETSTATUSREQUEST']._serialized_end=120
-  _globals['_GETSTATUSRESPONSE']._serialized_start=123
-  _globals['_GETSTATUSRESPONSE']._serialized_end=497
-  _globals['_GPUMEMORYUSAGE']._serialized_start=500
-  _globals['_GPUMEMORYUSAGE']._serialized_end=633
-  _globals['_CREATEWORKERSESSIONREQUEST']._serialized_start=636
-  _globals['_CREATEWORKERSESSIONREQUEST']._serialized_end=880
-  _globals['_CREATEWORKERSESSIONRESPONSE']._serialized_start=882
-  _globals['_CREATEWORKERSESSIONRESPONSE']._serialized_end=911
-  _globals['_DELETEWORKERSESSIONREQUEST']._serialized_start=913
-  _globals['_DELETEWORKERSESSIONREQUEST']._serialized_end=965
-  _globals['_DELETEWORKERSESSIONRESPONSE']._serialized_start=967
-  _globals['_DELETEWORKERSESSIONRESPONSE']._serialized_end=996
-  _globals['_REGISTERGRAPHREQUEST']._serialized_start=999
-  _globals['_REGISTERGRAPHREQUEST']._serialized_end=1292
-  _globals['_REGISTERGRAPHRESPONSE']._serialized_start=1294
-  _globals['_REGISTERGRAPHRESPONSE']._serialized_end=1339
-  _globals['_DEREGISTERGRAPHREQUEST']._serialized_start=1341
-  _globals['_DEREGISTERGRAPHREQUEST']._serialized_end=1449
-  _globals['_DEREGISTERGRAPHRESPONSE']._serialized_start=1451
-  _globals['_DEREGISTERGRAPHRESPONSE']._serialized_end=1476
-  _globals['_EXECUTOROPTS']._serialized_start=1479
-  _globals['_EXECUTOROPTS']._serialized_end=1617
-  _globals['_RUNGRAPHREQUEST']._serialized_start=1620
-  _globals['_RUNGRAPHREQUEST']._serialized_end=1951
-  _globals['_RUNGRAPHRESPONSE']._serialized_start=1954
-  _globals['_RUNGRAPHRESPONSE']._serialized_end=2189
-  _globals['_CLEANUPGRAPHREQUEST']._serialized_start=2191
-  _globals['_CLEANUPGRAPHREQUEST']._serialized_end=2229
-  _globals['_CLEANUPGRAPHRESPONSE']._serialized_start=2231
-  _globals['_CLEANUPGRAPHRESPONSE']._serialized_end=2253
-  _globals['_CLEANUPALLREQUEST']._serialized_start=2255
-  _globals['_CLEANUPALLREQUEST']._serialized_end=2293
-  _globals['_CLEANUPALLRESPONSE']._serialized_start=2295
-  _globals['_CLEANUPALLRESPONSE']._serialized_end=2315
-  _globals['_RECVTENSORREQUEST']._serialized_start=2318
-  _globals['_RECVTENSORREQUEST']._serialized_end=2543
-  _globals['_RECVTENSORRESPONSE']._serialized_start=2546
-  _globals['_RECVTENSORRESPONSE']._serialized_end=2696
-  _globals['_WORKERSERVICE']._serialized_start=2699
-  _globals['_WORKERSERVICE']._serialized_end=3464
+  _globals['_GETSTATUSREQUEST']._serialized_start=132
+  _globals['_GETSTATUSREQUEST']._serialized_end=150
+  _globals['_GETSTATUSRESPONSE']._serialized_start=153
+  _globals['_GETSTATUSRESPONSE']._serialized_end=527
+  _globals['_GPUMEMORYUSAGE']._serialized_start=530
+  _globals['_GPUMEMORYUSAGE']._serialized_end=663
+  _globals['_CREATEWORKERSESSIONREQUEST']._serialized_start=666
+  _globals['_CREATEWORKERSESSIONREQUEST']._serialized_end=910
+  _globals['_CREATEWORKERSESSIONRESPONSE']._serialized_start=912
+  _globals['_CREATEWORKERSESSIONRESPONSE']._serialized_end=941
+  _globals['_DELETEWORKERSESSIONREQUEST']._serialized_start=943
+  _globals['_DELETEWORKERSESSIONREQUEST']._serialized_end=995
+  _globals['_DELETEWORKERSESSIONRESPONSE']._serialized_start=997
+  _globals['_DELETEWORKERSESSIONRESPONSE']._serialized_end=1026
+  _globals['_REGISTERGRAPHREQUEST']._serialized_start=1029
+  _globals['_REGISTERGRAPHREQUEST']._serialized_end=1322
+  _globals['_REGISTERGRAPHRESPONSE']._serialized_start=1324
+  _globals['_REGISTERGRAPHRESPONSE']._serialized_end=1369
+  _globals['_DEREGISTERGRAPHREQUEST']._serialized_start=1371
+  _globals['_DEREGISTERGRAPHREQUEST']._serialized_end=1479
+  _globals['_DEREGISTERGRAPHRESPONSE']._serialized_start=1481
+  _globals['_DEREGISTERGRAPHRESPONSE']._serialized_end=1506
+  _globals['_EXECUTOROPTS']._serialized_start=1509
+  _globals['_EXECUTOROPTS']._serialized_end=1647
+  _globals['_RUNGRAPHREQUEST']._serialized_start=1650
+  _globals['_RUNGRAPHREQUEST']._serialized_end=1981
+  _globals['_RUNGRAPHRESPONSE']._serialized_start=1984
+  _globals['_RUNGRAPHRESPONSE']._serialized_end=2219
+  _globals['_CLEANUPGRAPHREQUEST']._serialized_start=2221
+  _globals['_CLEANUPGRAPHREQUEST']._serialized_end=2259
+  _globals['_CLEANUPGRAPHRESPONSE']._serialized_start=2261
+  _globals['_CLEANUPGRAPHRESPONSE']._serialized_end=2283
+  _globals['_CLEANUPALLREQUEST']._serialized_start=2285
+  _globals['_CLEANUPALLREQUEST']._serialized_end=2323
+  _globals['_CLEANUPALLRESPONSE']._serialized_start=2325
+  _globals['_CLEANUPALLRESPONSE']._serialized_end=2345
+  _globals['_RECVTENSORREQUEST']._serialized_start=2348
+  _globals['_RECVTENSORREQUEST']._serialized_end=2573
+  _globals['_RECVTENSORRESPONSE']._serialized_start=2576
+  _globals['_RECVTENSORRESPONSE']._serialized_end=2726
+  _globals['_WORKERSERVICE']._serialized_start=2729
+  _globals['_WORKERSERVICE']._serialized_end=3786
 # @@protoc_insertion_point(module_scope)

@@ -1,4 +1,5 @@
 from nbcluster.proto import config_pb2 as _config_pb2
+from nbcluster.proto import frames_pb2 as _frames_pb2
 from nbcluster.proto import graph_pb2 as _graph_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor

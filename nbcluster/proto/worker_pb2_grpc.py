@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from nbcluster.proto import frames_pb2 as nbcluster_dot_proto_dot_frames__pb2
 from nbcluster.proto import worker_pb2 as nbcluster_dot_proto_dot_worker__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -81,6 +82,26 @@ class WorkerServiceStub:
                 request_serializer=nbcluster_dot_proto_dot_worker__pb2.RecvTensorRequest.SerializeToString,
                 response_deserializer=nbcluster_dot_proto_dot_worker__pb2.RecvTensorResponse.FromString,
                 _registered_method=True)
+        self.RunGraphStreamed = channel.stream_unary(
+                '/nbcluster.WorkerService/RunGraphStreamed',
+                request_serializer=nbcluster_dot_proto_dot_frames__pb2.TensorFrame.SerializeToString,
+                response_deserializer=nbcluster_dot_proto_dot_worker__pb2.RunGraphResponse.FromString,
+                _registered_method=True)
+        self.RecvTensorStreamed = channel.stream_unary(
+                '/nbcluster.WorkerService/RecvTensorStreamed',
+                request_serializer=nbcluster_dot_proto_dot_frames__pb2.TensorFrame.SerializeToString,
+                response_deserializer=nbcluster_dot_proto_dot_worker__pb2.RecvTensorResponse.FromString,
+                _registered_method=True)
+        self.PullResponse = channel.unary_stream(
+                '/nbcluster.WorkerService/PullResponse',
+                request_serializer=nbcluster_dot_proto_dot_frames__pb2.PullToken.SerializeToString,
+                response_deserializer=nbcluster_dot_proto_dot_frames__pb2.TensorFrame.FromString,
+                _registered_method=True)
+        self.RecvTensors = channel.unary_stream(
+                '/nbcluster.WorkerService/RecvTensors',
+                request_serializer=nbcluster_dot_proto_dot_worker__pb2.RunGraphRequest.SerializeToString,
+                response_deserializer=nbcluster_dot_proto_dot_frames__pb2.RecvTensorsFrame.FromString,
+                _registered_method=True)
 
 
 class WorkerServiceServicer:
@@ -151,6 +172,41 @@ class WorkerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RunGraphStreamed(self, request_iterator, context):
+        """nbcluster's own methods: TF has none of these. They stay on this
+        service's path, where existing peers call them; their bytes are the
+        codec's frames (frames.proto), not the messages' own encoding.
+
+        RunGraph whose feeds reach 4 MiB: the RunGraphRequest as a frame stream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RecvTensorStreamed(self, request_iterator, context):
+        """RecvTensor as a frame stream (its request carries no tensor; kept so
+        every tensor RPC has the same three forms).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PullResponse(self, request, context):
+        """A RunGraph or RecvTensor response of 4 MiB or more, parked under a
+        token: its frames.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RecvTensors(self, request, context):
+        """A step's tensors from this task in one call, as they are produced: the
+        request is a RunGraphRequest with step_id and recv_key only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -198,6 +254,26 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.RecvTensor,
                     request_deserializer=nbcluster_dot_proto_dot_worker__pb2.RecvTensorRequest.FromString,
                     response_serializer=nbcluster_dot_proto_dot_worker__pb2.RecvTensorResponse.SerializeToString,
+            ),
+            'RunGraphStreamed': grpc.stream_unary_rpc_method_handler(
+                    servicer.RunGraphStreamed,
+                    request_deserializer=nbcluster_dot_proto_dot_frames__pb2.TensorFrame.FromString,
+                    response_serializer=nbcluster_dot_proto_dot_worker__pb2.RunGraphResponse.SerializeToString,
+            ),
+            'RecvTensorStreamed': grpc.stream_unary_rpc_method_handler(
+                    servicer.RecvTensorStreamed,
+                    request_deserializer=nbcluster_dot_proto_dot_frames__pb2.TensorFrame.FromString,
+                    response_serializer=nbcluster_dot_proto_dot_worker__pb2.RecvTensorResponse.SerializeToString,
+            ),
+            'PullResponse': grpc.unary_stream_rpc_method_handler(
+                    servicer.PullResponse,
+                    request_deserializer=nbcluster_dot_proto_dot_frames__pb2.PullToken.FromString,
+                    response_serializer=nbcluster_dot_proto_dot_frames__pb2.TensorFrame.SerializeToString,
+            ),
+            'RecvTensors': grpc.unary_stream_rpc_method_handler(
+                    servicer.RecvTensors,
+                    request_deserializer=nbcluster_dot_proto_dot_worker__pb2.RunGraphRequest.FromString,
+                    response_serializer=nbcluster_dot_proto_dot_frames__pb2.RecvTensorsFrame.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -445,6 +521,114 @@ class WorkerService:
             '/nbcluster.WorkerService/RecvTensor',
             nbcluster_dot_proto_dot_worker__pb2.RecvTensorRequest.SerializeToString,
             nbcluster_dot_proto_dot_worker__pb2.RecvTensorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunGraphStreamed(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/nbcluster.WorkerService/RunGraphStreamed',
+            nbcluster_dot_proto_dot_frames__pb2.TensorFrame.SerializeToString,
+            nbcluster_dot_proto_dot_worker__pb2.RunGraphResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecvTensorStreamed(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/nbcluster.WorkerService/RecvTensorStreamed',
+            nbcluster_dot_proto_dot_frames__pb2.TensorFrame.SerializeToString,
+            nbcluster_dot_proto_dot_worker__pb2.RecvTensorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PullResponse(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/nbcluster.WorkerService/PullResponse',
+            nbcluster_dot_proto_dot_frames__pb2.PullToken.SerializeToString,
+            nbcluster_dot_proto_dot_frames__pb2.TensorFrame.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecvTensors(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/nbcluster.WorkerService/RecvTensors',
+            nbcluster_dot_proto_dot_worker__pb2.RunGraphRequest.SerializeToString,
+            nbcluster_dot_proto_dot_frames__pb2.RecvTensorsFrame.FromString,
             options,
             channel_credentials,
             insecure,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from nbcluster import errors
 from nbcluster.framework.node import Node, parse_input
-from nbcluster.kernels.registry import get_kernel_factory
+from nbcluster.runtime.kernel_table import get_kernel_factory
 
 
 def make_kernel(node: Node, device):

@@ -101,7 +101,7 @@ class Server:
       job_name, task_index: this task; inferred only when unambiguous.
       protocol: "grpc" (the default and only one). Tasks on one host send
         each other tensors over an abstract Unix socket all the same
-        (`rpc/data_plane_server.py`); NBCLUSTER_DATA_PLANE=grpc turns that off.
+        (`rpc/socket_transport/server.py`); NBCLUSTER_DATA_PLANE=grpc turns that off.
       config: a ConfigProto, the default for every session on this server.
       start: start serving now.
       token: (nbcluster, keyword only) the secret every RPC to this task must
@@ -154,8 +154,8 @@ class Server:
         from nbcluster.distributed.worker import Worker
         from nbcluster.rpc.socket_transport.server import DataPlaneServer
         from nbcluster.rpc.grpc_transport.peer_check import PeerCheck
-        from nbcluster.rpc.grpc_transport.server_core import ServerWorkerCache, bind_server
-        from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
+        from nbcluster.rpc.grpc_transport.server_core import bind_server
+        from nbcluster.rpc.peers import ServerWorkerCache, worker_client
         from nbcluster.runtime.devices import local_devices
         from nbcluster.runtime.malloc_reuse import keep_freed_memory
         from nbcluster.runtime.math_threads import is_process_wide, task_threads
@@ -178,10 +178,10 @@ class Server:
         check = PeerCheck(self._token, [spec.task_address(j, i) for j in spec.jobs
                                         for i in spec.task_indices(j)])
         self._worker = Worker(job, task, devices, peers=self._cache.get,
-                              connect=GrpcWorkerClient, parallelism=self._math_threads,
+                              connect=worker_client, parallelism=self._math_threads,
                               check_cluster=check)
         self._cache.set_local(self._worker)
-        self._master = Master((job, task), self._cache, config, connect=GrpcWorkerClient,
+        self._master = Master((job, task), self._cache, config, connect=worker_client,
                               check_cluster=check)
         self._grpc, bound = bind_server(host, port, self._master, self._worker, self._token,
                                         self._tls)
@@ -208,7 +208,7 @@ class Server:
             self._tls_addresses = [cluster.task_address(job, task), f"localhost:{bound}"]
             tls_material.register_ca(self._tls_addresses[1], self._tls.ca)
         # Same-host peers fetch tensors, and run graphs and steps, over a Unix
-        # socket (rpc/data_plane_server.py), after the same token as gRPC's.
+        # socket (rpc/socket_transport/server.py), after the same token as gRPC's.
         self._data_plane = DataPlaneServer.open(host, bound, self._worker, self._master,
                                                 self._token)
         self._target = f"grpc://localhost:{bound}"

@@ -23,7 +23,7 @@ from nbcluster.ops.fill import zeros
 from nbcluster.ops.indexing import gather
 from nbcluster.ops.queue import FIFOQueue, RandomShuffleQueue
 from nbcluster.ops.random import random_shuffle
-from nbcluster.ops.reduction import range as range_
+from nbcluster.ops.ranges import range as range_
 from nbcluster.ops.shapes import shape as shape_of
 from nbcluster.ops.state import LOCAL_VARIABLES, Variable, count_up_to
 from nbcluster.training.queue_runner import QueueRunner, add_queue_runner

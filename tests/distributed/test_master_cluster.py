@@ -24,7 +24,7 @@ from nbcluster.distributed.session_cluster import intersects, match_target
 from nbcluster.distributed.worker import Worker
 from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.framework.device_spec import DeviceSpec
-from nbcluster.kernels.registry import has_kernel
+from nbcluster.runtime.kernel_table import has_kernel
 from nbcluster.proto import config_pb2
 from nbcluster.runtime.devices import local_devices
 

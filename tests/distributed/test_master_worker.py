@@ -17,7 +17,7 @@ from nbcluster.distributed.rendezvous import StepRendezvous, make_key, parse_key
 from nbcluster.distributed.transport import InProcessWorkerClient
 from nbcluster.distributed.worker import Worker
 from nbcluster.framework.node import Node
-from nbcluster.kernels.registry import has_kernel
+from nbcluster.runtime.kernel_table import has_kernel
 from nbcluster.proto import config_pb2
 from nbcluster.runtime.devices import local_devices
 

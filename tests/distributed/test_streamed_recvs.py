@@ -31,13 +31,14 @@ def servers():
 
 def _streams_used(monkeypatch) -> list:
     from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
+    from nbcluster.rpc.socket_transport.service_clients import SocketWorkerClient
     calls = []
-    original = GrpcWorkerClient.stream_tensors
-
-    def spy(self, step_id, keys, timeout, cancellation=None):
-        calls.append(list(keys))
-        return original(self, step_id, keys, timeout, cancellation)
-    monkeypatch.setattr(GrpcWorkerClient, "stream_tensors", spy)
+    for cls in (GrpcWorkerClient, SocketWorkerClient):  # whichever rpc.peers picked
+        def spy(self, step_id, keys, timeout, cancellation=None,
+                _original=cls.stream_tensors):
+            calls.append(list(keys))
+            return _original(self, step_id, keys, timeout, cancellation)
+        monkeypatch.setattr(cls, "stream_tensors", spy)
     return calls
 
 

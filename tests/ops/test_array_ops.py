@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import nbcluster as tf
-from nbcluster.kernels.registry import get_kernel_factory
+from nbcluster.runtime.kernel_table import get_kernel_factory
 from nbcluster.runtime.devices import local_devices
 
 from op_checks import ARRAY_DTYPES, run, sample_any

@@ -8,7 +8,7 @@ import pytest
 from op_families import load_every_op_family
 
 from nbcluster.framework.op_registry import registered_ops
-from nbcluster.kernels.registry import registered_kernels
+from nbcluster.runtime.kernel_table import registered_kernels
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -346,13 +346,16 @@ def test_nbcluster_extensions_stay_clear_of_tf_numbers():
 
 
 def test_services_use_tf_method_names():
+    """TF's methods first, under TF's names; then nbcluster's own framed ones."""
     master = master_pb2.DESCRIPTOR.services_by_name["MasterService"]
     assert [m.name for m in master.methods] == [
-        "CreateSession", "ExtendSession", "RunStep", "CloseSession", "ListDevices", "Reset"]
+        "CreateSession", "ExtendSession", "RunStep", "CloseSession", "ListDevices", "Reset",
+        "RunStepStreamed", "PullResponse"]
     worker = worker_pb2.DESCRIPTOR.services_by_name["WorkerService"]
     assert [m.name for m in worker.methods] == [
         "GetStatus", "CreateWorkerSession", "DeleteWorkerSession", "RegisterGraph",
-        "DeregisterGraph", "RunGraph", "CleanupGraph", "CleanupAll", "RecvTensor"]
+        "DeregisterGraph", "RunGraph", "CleanupGraph", "CleanupAll", "RecvTensor",
+        "RunGraphStreamed", "RecvTensorStreamed", "PullResponse", "RecvTensors"]
 
 
 def test_package_is_not_tensorflow():

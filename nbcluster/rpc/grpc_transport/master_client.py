@@ -1,18 +1,15 @@
-"""A master over gRPC, with the same methods as `Master` (the client's seam)."""
+"""A master over gRPC: `transport.MasterClient` (the client's seam), every call a gRPC call."""
 from __future__ import annotations
 
 from typing import Optional
 
 from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_to_proto
-from nbcluster.proto import config_pb2, master_pb2
+from nbcluster.proto import config_pb2, master_pb2, master_pb2_grpc
 from nbcluster.rpc.grpc_transport import channels
-from nbcluster.rpc.socket_transport import client as data_plane_client
 from nbcluster.rpc.grpc_transport.master_service import RUN_STEP_REQUEST, RUN_STEP_RESPONSE, SERVICE
-from nbcluster.rpc.grpc_transport.calls import calling, unary_method
-from nbcluster.rpc.socket_transport.calls import RUN_STEP
+from nbcluster.rpc.grpc_transport.calls import calling
 from nbcluster.rpc.grpc_transport.streaming import TensorStub
-from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
 
 _CONTROL_TIMEOUT = 60.0
 _STEP_TIMEOUT = 24 * 3600.0  # a step may block on a queue for as long as it likes
@@ -27,27 +24,18 @@ class GrpcMasterClient:
         self._config = config or config_pb2.ConfigProto()
         channel = channels.channel(address)
 
-        def method(name, response_class):
-            return unary_method(channel, SERVICE, name, response_class)
-
-        self._create = method("CreateSession", master_pb2.CreateSessionResponse)
-        self._extend = method("ExtendSession", master_pb2.ExtendSessionResponse)
+        # The protobuf-only methods through the generated stub; RunStep through
+        # `TensorStub`, which frames its tensors by hand (docs/protocol.md).
+        stub = master_pb2_grpc.MasterServiceStub(channel)
+        self._create = stub.CreateSession
+        self._extend = stub.ExtendSession
         self._run = TensorStub(channel, SERVICE, "RunStep", RUN_STEP_REQUEST, RUN_STEP_RESPONSE)
-        self._close = method("CloseSession", master_pb2.CloseSessionResponse)
-        self._list = method("ListDevices", master_pb2.ListDevicesResponse)
-        self._reset = method("Reset", master_pb2.ResetResponse)
-        # A master on this host takes RunStep over its data plane (no gRPC round trip).
-        self._plane = data_plane_client.peer_for(address)
-        self._prober = None  # a GrpcWorkerClient, made when a step first waits long
+        self._close = stub.CloseSession
+        self._list = stub.ListDevices
+        self._reset = stub.Reset
         # A real TensorFlow server answers our CreateSession UNIMPLEMENTED: then
         # every call goes to its own MasterService (`tensorflow_master_client`).
         self._tensorflow = None
-
-    def _probe(self) -> None:
-        # The task's worker service answers for it (gRPC keepalive's role on this path).
-        if self._prober is None:
-            self._prober = GrpcWorkerClient(self.address)
-        self._prober.probe()
 
     def _timeout(self, default: float) -> float:
         ms = self._config.operation_timeout_in_ms
@@ -93,6 +81,12 @@ class GrpcMasterClient:
                  options=None) -> tuple:
         if self._tensorflow is not None:
             return self._tensorflow.run_step(handle, feeds, fetches, targets, options)
+        req, timeout = self.run_step_request(handle, fetches, targets, options)
+        with calling(self._peer):
+            return run_step_result(self._run(req, list(feeds.items()), timeout), fetches)
+
+    def run_step_request(self, handle: str, fetches: list, targets: list, options) -> tuple:
+        """(RunStepRequest without its feeds, the call's timeout in seconds)."""
         req = master_pb2.RunStepRequest(session_handle=handle, fetch=fetches, target=targets)
         timeout = self._timeout(_STEP_TIMEOUT)
         if options is not None:
@@ -100,17 +94,7 @@ class GrpcMasterClient:
             if options.timeout_in_ms > 0:
                 timeout = options.timeout_in_ms / 1000.0
         # The master enforces the step's own deadline; the RPC's is a backstop.
-        reply = data_plane_client.NOT_SERVED
-        if self._plane is not None:
-            reply = self._plane.call(RUN_STEP, req, list(feeds.items()), timeout + 5.0,
-                                     self._peer, self._probe)
-        if reply is data_plane_client.NOT_SERVED:
-            with calling(self._peer):
-                reply = self._run(req, list(feeds.items()), timeout + 5.0)
-        response, tensors = reply
-        values = dict(tensors)
-        metadata = response.metadata if response.HasField("metadata") else None
-        return [values[f] for f in fetches], metadata
+        return req, timeout + 5.0
 
     def close_session(self, handle: str) -> None:
         if self._tensorflow is not None:
@@ -134,3 +118,11 @@ class GrpcMasterClient:
         # Waits for the server to come up, bounded by operation_timeout_in_ms.
         self._call(self._reset, master_pb2.ResetRequest(container=containers),
                    self._timeout(_CONTROL_TIMEOUT), wait_for_ready=True)
+
+
+def run_step_result(reply: tuple, fetches: list) -> tuple:
+    """RunStep's (response, tensors) as `Master.run_step` returns: (values, metadata)."""
+    response, tensors = reply
+    values = dict(tensors)
+    metadata = response.metadata if response.HasField("metadata") else None
+    return [values[f] for f in fetches], metadata

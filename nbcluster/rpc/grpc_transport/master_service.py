@@ -11,33 +11,11 @@ from nbcluster.proto import master_pb2
 from nbcluster.rpc.grpc_transport.handlers import proto_handler
 from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport.streaming import PendingResponses, pull_method, tensor_methods
+from nbcluster.rpc.serving import serve_run_step
 
-SERVICE = "nbcluster.MasterService"
+SERVICE = master_pb2.DESCRIPTOR.services_by_name["MasterService"].full_name  # the wire path
 RUN_STEP_REQUEST = Layout(master_pb2.RunStepRequest, 2)     # feed = 2
 RUN_STEP_RESPONSE = Layout(master_pb2.RunStepResponse, 1)   # tensor = 1
-
-
-def serve_run_step(master, req, feeds: list, caller=None) -> tuple:
-    """RunStep's logic for either transport (gRPC here, the same-host data plane).
-
-    Args:
-      master: the `Master`.
-      req: the RunStepRequest (its tensors apart, in `feeds`).
-      feeds: [(name, ndarray)].
-      caller: a `CallerWatch` the transport fires if the caller goes away.
-    Returns:
-      (RunStepResponse without tensors, [(fetch, ndarray)] in `req.fetch` order).
-    Raises:
-      OpError: the step failed (the master enforces the step's deadline).
-    """
-    options = req.options if req.HasField("options") else None
-    fetches = list(req.fetch)
-    values, metadata = master.run_step(req.session_handle, dict(feeds), fetches,
-                                       list(req.target), options, caller)
-    response = master_pb2.RunStepResponse()
-    if metadata is not None:
-        response.metadata.CopyFrom(metadata)
-    return response, list(zip(fetches, values))
 
 
 def master_handler(master, pending: Optional[PendingResponses] = None) -> grpc.GenericRpcHandler:

@@ -1,14 +1,9 @@
-"""Binding a task's master and worker to a gRPC server, and the worker cache
-a server's master and worker use to reach the cluster's tasks."""
+"""Binding a task's master and worker to a gRPC server (its worker cache: `rpc.peers`)."""
 from __future__ import annotations
-
-import threading
 
 import grpc
 
 from nbcluster import errors
-from nbcluster.distributed.transport import InProcessWorkerClient
-from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.rpc.grpc_transport.channels import SERVER_OPTIONS
 from nbcluster.rpc.grpc_transport.master_service import master_handler
 from nbcluster.rpc.grpc_transport.streaming import PendingResponses
@@ -47,43 +42,3 @@ def bind_server(host: str, port: int, master, worker, token=None, tls=None) -> t
         raise errors.UnknownError(None, None, f"Could not start gRPC server: failed to bind "
                                               f"{address}: {reason}")
     return server, bound
-
-
-class ServerWorkerCache:
-    """Every task of the cluster: this task's worker in process, others over gRPC."""
-
-    def __init__(self, spec: ClusterSpec, local_task: tuple) -> None:
-        self._spec = spec
-        self._local_task = local_task
-        self._local = None
-        self._clients: dict = {}
-        self._lock = threading.Lock()
-
-    def set_local(self, worker) -> None:
-        self._local = InProcessWorkerClient(worker)
-
-    def update_spec(self, spec: ClusterSpec) -> None:
-        self._spec = spec
-
-    def tasks(self) -> list:
-        return [(job, task) for job in self._spec.jobs for task in self._spec.task_indices(job)]
-
-    def get(self, job: str, task: int):
-        if (job, task) == self._local_task:
-            return self._local
-        with self._lock:
-            client = self._clients.get((job, task))
-            if client is None:
-                try:
-                    address = self._spec.task_address(job, task)
-                except ValueError:
-                    raise errors.InvalidArgumentError(
-                        None, None, f"Unknown task /job:{job}/task:{task} (cluster jobs: "
-                                    f"{self._spec.jobs})") from None
-                from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
-                client = self._clients[(job, task)] = GrpcWorkerClient(address)
-            return client
-
-    def close(self) -> None:
-        with self._lock:
-            self._clients.clear()

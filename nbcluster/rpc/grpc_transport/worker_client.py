@@ -1,4 +1,4 @@
-"""A worker over gRPC, with the same methods as `Worker` (the WorkerClient seam)."""
+"""A worker over gRPC: `transport.WorkerClient` (the Worker seam), every call a gRPC call."""
 from __future__ import annotations
 
 import itertools
@@ -9,12 +9,10 @@ import grpc
 from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.distributed.transport import RunGraphResult
-from nbcluster.proto import worker_pb2
+from nbcluster.proto import worker_pb2, worker_pb2_grpc
 from nbcluster.rpc.grpc_transport import channels
-from nbcluster.rpc.socket_transport import client as data_plane_client
 from nbcluster.rpc.codec import messages
-from nbcluster.rpc.grpc_transport.calls import calling, unary_method
-from nbcluster.rpc.socket_transport.calls import RUN_GRAPH
+from nbcluster.rpc.grpc_transport.calls import calling
 from nbcluster.rpc.grpc_transport.streaming import TensorStub
 from nbcluster.rpc.grpc_transport.worker_service import (RECV_TENSOR_REQUEST,
                                                          RECV_TENSOR_RESPONSE, RECV_TENSORS,
@@ -22,7 +20,8 @@ from nbcluster.rpc.grpc_transport.worker_service import (RECV_TENSOR_REQUEST,
                                                          SERVICE)
 
 _CONTROL_TIMEOUT = 30.0
-_STEP_TIMEOUT = 24 * 3600.0
+STEP_TIMEOUT = 24 * 3600.0
+PROBE_S = 10.0  # how long a liveness probe (GetStatus) may take
 
 
 class GrpcWorkerClient:
@@ -39,26 +38,24 @@ class GrpcWorkerClient:
         self._peer = f"worker {self.address}"
         channel = channel if channel is not None else channels.channel(address)
 
-        def method(name, response_class):
-            return unary_method(channel, SERVICE, name, response_class)
-
-        self._status = method("GetStatus", worker_pb2.GetStatusResponse)
         # A real TensorFlow task answers ours UNIMPLEMENTED: from then on its
         # TensorFlowWorkerClient makes every call (`tensorflow_worker_client`).
         self._tf = None
-        self._create = method("CreateWorkerSession", worker_pb2.CreateWorkerSessionResponse)
-        self._delete = method("DeleteWorkerSession", worker_pb2.DeleteWorkerSessionResponse)
-        self._register = method("RegisterGraph", worker_pb2.RegisterGraphResponse)
-        self._deregister = method("DeregisterGraph", worker_pb2.DeregisterGraphResponse)
+        # The protobuf-only methods through the generated stub; the tensor ones
+        # through `TensorStub`, which frames their tensors by hand (docs/protocol.md).
+        stub = worker_pb2_grpc.WorkerServiceStub(channel)
+        self._status = stub.GetStatus
+        self._create = stub.CreateWorkerSession
+        self._delete = stub.DeleteWorkerSession
+        self._register = stub.RegisterGraph
+        self._deregister = stub.DeregisterGraph
         self._run = TensorStub(channel, SERVICE, "RunGraph", RUN_GRAPH_REQUEST,
                                RUN_GRAPH_RESPONSE)
-        self._cleanup = method("CleanupGraph", worker_pb2.CleanupGraphResponse)
-        self._cleanup_all = method("CleanupAll", worker_pb2.CleanupAllResponse)
+        self._cleanup = stub.CleanupGraph
+        self._cleanup_all = stub.CleanupAll
         self._recv = TensorStub(channel, SERVICE, "RecvTensor", RECV_TENSOR_REQUEST,
                                 RECV_TENSOR_RESPONSE)
         self._recv_many = channel.unary_stream(f"/{SERVICE}/{RECV_TENSORS}")
-        # Tensors from a task on this host skip gRPC when it offers a data plane.
-        self._plane = data_plane_client.peer_for(address)
 
     def _call(self, stub, request, timeout: Optional[float], wait_for_ready: bool = False):
         with calling(self._peer):
@@ -94,7 +91,6 @@ class GrpcWorkerClient:
             from nbcluster.rpc.grpc_transport.tensorflow_worker_client import (
                 TensorFlowWorkerClient)
             self._tf = TensorFlowWorkerClient(self.address)
-            self._plane = None
         return self._tf
 
     @property
@@ -157,14 +153,14 @@ class GrpcWorkerClient:
         return self._tensorflow_or_ours("recv_tensor", step_id, key, timeout, waiter)
 
     def probe(self) -> None:
-        """Returns if the task answers GetStatus within `data_plane_client.PROBE_S`.
+        """Returns if the task answers GetStatus within `PROBE_S`.
 
         Raises:
           UnavailableError: it does not (it hangs or died), worded as gRPC's
             keepalive failures are.
         """
         try:
-            self.get_status(timeout=data_plane_client.PROBE_S)
+            self.get_status(timeout=PROBE_S)
         except (errors.UnavailableError, errors.DeadlineExceededError) as e:
             raise errors.UnavailableError(
                 None, None, f"{self._peer} stopped answering (no reply to a status probe "
@@ -197,15 +193,10 @@ class GrpcWorkerClient:
     def _ours_run_graph(self, session_handle: str, graph_handle: str, step_id: int, feeds: dict,
                   fetches: list, timeout: Optional[float], collect_stats: bool,
                   partition_graphs: bool) -> RunGraphResult:
-        req = _run_graph_request(session_handle, graph_handle, step_id, fetches,
+        req = run_graph_request(session_handle, graph_handle, step_id, fetches,
                                  collect_stats, partition_graphs)
-        timeout = timeout if timeout is not None else _STEP_TIMEOUT
-        if self._plane is not None:  # a peer on this host: skip gRPC's round trip
-            reply = self._plane.call(RUN_GRAPH, req, list(feeds.items()), timeout,
-                                     probe=self.probe)
-            if reply is not data_plane_client.NOT_SERVED:
-                return _run_graph_result(*reply)
-        return _run_graph_result(*self._call_tensors(
+        timeout = timeout if timeout is not None else STEP_TIMEOUT
+        return run_graph_result(*self._call_tensors(
             self._run, req, list(feeds.items()), timeout))
 
     def _ours_cleanup_graph(self, step_id: int) -> None:
@@ -217,13 +208,9 @@ class GrpcWorkerClient:
                    _CONTROL_TIMEOUT)
 
     def _ours_recv_tensor(self, step_id: int, key: str, timeout: Optional[float], waiter=None):
-        if self._plane is not None:
-            value = self._plane.recv_tensor(step_id, key, timeout, waiter)
-            if value is not data_plane_client.NOT_SERVED:
-                return value
         req = worker_pb2.RecvTensorRequest(step_id=step_id, rendezvous_key=key)
         _, tensors = self._call_tensors(self._recv, req, [],
-                                        timeout if timeout is not None else _STEP_TIMEOUT)
+                                        timeout if timeout is not None else STEP_TIMEOUT)
         if len(tensors) != 1:
             raise errors.DataLossError(None, None, f"RecvTensor from worker {self.address} "
                                                    f"returned {len(tensors)} tensors")
@@ -242,14 +229,10 @@ class GrpcWorkerClient:
         """
         if self._tf is not None:
             return self._tf.stream_tensors(step_id, keys, timeout, cancellation)
-        if self._plane is not None:
-            values = self._plane.stream_tensors(step_id, keys, timeout, cancellation)
-            if values is not None:
-                return values
         req = worker_pb2.RunGraphRequest(step_id=step_id, recv_key=keys)
         with calling(self._peer):
             call = self._recv_many(req.SerializeToString(),
-                                   timeout=timeout if timeout is not None else _STEP_TIMEOUT)
+                                   timeout=timeout if timeout is not None else STEP_TIMEOUT)
         token = None
         if cancellation is not None:
             token = cancellation.register(call.cancel)
@@ -278,7 +261,7 @@ class GrpcWorkerClient:
                 cancellation.deregister(token)
 
 
-def _run_graph_request(session_handle: str, graph_handle: str, step_id: int, fetches: list,
+def run_graph_request(session_handle: str, graph_handle: str, step_id: int, fetches: list,
                        collect_stats: bool, partition_graphs: bool):
     req = worker_pb2.RunGraphRequest(session_handle=session_handle, graph_handle=graph_handle,
                                      step_id=step_id, recv_key=fetches,
@@ -288,7 +271,7 @@ def _run_graph_request(session_handle: str, graph_handle: str, step_id: int, fet
     return req
 
 
-def _run_graph_result(response, tensors: list) -> RunGraphResult:
+def run_graph_result(response, tensors: list) -> RunGraphResult:
     result = RunGraphResult(dict(tensors), None, list(response.partition_graph))
     if response.HasField("step_stats"):
         result.step_stats = response.step_stats

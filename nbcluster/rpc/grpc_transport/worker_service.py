@@ -14,39 +14,14 @@ from nbcluster.rpc.grpc_transport.handlers import proto_handler, run_safely, tim
 from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport.streaming import PendingResponses, pull_method, tensor_methods
 from nbcluster.rpc.grpc_transport.wait_slots import WaitSlots
+from nbcluster.rpc.serving import serve_recv_tensor, serve_recv_tensors, serve_run_graph
 
-SERVICE = "nbcluster.WorkerService"
+SERVICE = worker_pb2.DESCRIPTOR.services_by_name["WorkerService"].full_name  # the wire path
 RUN_GRAPH_REQUEST = Layout(worker_pb2.RunGraphRequest, 3)      # send = 3
 RUN_GRAPH_RESPONSE = Layout(worker_pb2.RunGraphResponse, 1)    # recv = 1
 RECV_TENSOR_REQUEST = Layout(worker_pb2.RecvTensorRequest, None)
 RECV_TENSOR_RESPONSE = Layout(worker_pb2.RecvTensorResponse, 1, named=False)  # tensor = 1
 RECV_TENSORS = "RecvTensors"  # ours: a step's tensors from one task, streamed as they come
-
-
-def serve_run_graph(worker, req, sends: list, timeout) -> tuple:
-    """RunGraph's logic for either transport (gRPC here, the same-host data plane).
-
-    Args:
-      worker: the `Worker`.
-      req: the RunGraphRequest (its tensors apart, in `sends`).
-      sends: [(rendezvous key, ndarray)], the feeds.
-      timeout: seconds left to the caller's deadline, or None.
-    Returns:
-      (RunGraphResponse without tensors, [(key, ndarray)] in `recv_key` order).
-    Raises:
-      OpError: the step failed.
-    """
-    worker.bytes_received += sum(a.nbytes for _, a in sends if hasattr(a, "nbytes"))
-    fetches = list(req.recv_key)
-    result = worker.run_graph(req.session_handle, req.graph_handle, req.step_id,
-                              dict(sends), fetches, timeout,
-                              req.exec_opts.record_timeline,
-                              req.exec_opts.record_partition_graphs)
-    response = worker_pb2.RunGraphResponse()
-    if result.step_stats is not None:
-        response.step_stats.CopyFrom(result.step_stats)
-    response.partition_graph.extend(result.partition_graphs)
-    return response, [(f, result.fetches[f]) for f in fetches]
 
 
 def worker_handler(worker, slots: Optional[WaitSlots] = None,
@@ -101,8 +76,8 @@ def worker_handler(worker, slots: Optional[WaitSlots] = None,
         # The caller cancelling, timing out or hanging up wakes the wait, which then ends.
         context.add_callback(lambda: worker.wake_step(step_id))
         with slots.hold(context.peer(), "RecvTensor"):
-            value = worker.recv_tensor(step_id, req.rendezvous_key, timeout_of(context),
-                                       stopped=lambda: not context.is_active())
+            value = serve_recv_tensor(worker, step_id, req.rendezvous_key, timeout_of(context),
+                                      lambda: not context.is_active())
         return worker_pb2.RecvTensorResponse(), [("", value)]
 
     def recv_tensors(request: bytes, context):
@@ -118,9 +93,9 @@ def worker_handler(worker, slots: Optional[WaitSlots] = None,
         slot = run_safely(lambda: slots.acquire(context.peer(), RECV_TENSORS), context,
                           RECV_TENSORS)
         try:
-            values = worker.recv_tensors(step_id, list(req.recv_key), timeout_of(context),
-                                         lambda: not context.is_active(),
-                                         chunked.STREAM_THRESHOLD)
+            values = serve_recv_tensors(worker, step_id, list(req.recv_key),
+                                        timeout_of(context), lambda: not context.is_active(),
+                                        chunked.STREAM_THRESHOLD)
             while True:
                 batch = run_safely(lambda: next(values, None), context, RECV_TENSORS)
                 if batch is None:

@@ -25,7 +25,7 @@ from nbcluster.rpc.socket_transport import calls, frames as wire
 from nbcluster.rpc.socket_transport.connections import (ENV, PROBE_S, Conn, alive,  # noqa: F401
                                                         await_reply, enabled, socket_name)
 from nbcluster.rpc.socket_transport.handshake import hello
-from nbcluster.rpc.grpc_transport.status import remote_error
+from nbcluster.rpc.peer_status import remote_error
 
 _IDLE_PER_PEER = 4
 NOT_SERVED = object()  # `recv_tensor`'s answer when the data plane cannot ask the peer

@@ -1,8 +1,7 @@
 """Serving this task's tensors to peers on the same host over an abstract Unix socket.
 
-Rules: a request is answered by the same `Worker.recv_tensors` /
-`recv_tensor` / `serve_run_graph` / `serve_run_step` that gRPC's
-RecvTensors, RecvTensor, RunGraph and RunStep handlers call, so
+Rules: a request is answered by the same `serving` functions (RecvTensors,
+RecvTensor, RunGraph, RunStep) that gRPC's handlers call, so
 waiting, aborts, deadlines and byte counts are theirs; a bad request ends its
 connection with an error frame, never the server. One thread per connection
 blocks in recv and answers on its own (no hand-off: a wake-up costs ~80 µs);
@@ -24,8 +23,8 @@ from nbcluster.distributed.master import CallerWatch
 from nbcluster.rpc.socket_transport import calls, frames as wire, shm_blocks as shm
 from nbcluster.rpc.socket_transport.connections import enabled, socket_name
 from nbcluster.rpc.socket_transport.handshake import server_handshake
-from nbcluster.rpc.grpc_transport.master_service import serve_run_step
-from nbcluster.rpc.grpc_transport.worker_service import serve_run_graph
+from nbcluster.rpc.serving import (serve_recv_tensor, serve_recv_tensors, serve_run_graph,
+                                   serve_run_step)
 
 log = logging.getLogger("nbcluster.rpc")
 _JOIN_S = 5.0
@@ -223,11 +222,11 @@ class DataPlaneServer:
                 conn.send(self._call(conn, kind, *keys, timeout))
                 return
             if kind == wire.SINGLE:
-                value = worker.recv_tensor(step_id, keys[0], timeout,
-                                           stopped=lambda: conn.gone)
+                value = serve_recv_tensor(worker, step_id, keys[0], timeout,
+                                          lambda: conn.gone)
                 conn.send(wire.encode_batch([(keys[0], value)], conn.shared))
                 return
-            for batch in worker.recv_tensors(step_id, keys, timeout, lambda: conn.gone):
+            for batch in serve_recv_tensors(worker, step_id, keys, timeout, lambda: conn.gone):
                 conn.send(wire.encode_batch(batch, conn.shared))
             return
         except errors.OpError as e:

@@ -15,6 +15,7 @@ from nbcluster.distributed.rendezvous import make_key
 from nbcluster.launch import free_ports
 from nbcluster.rpc.socket_transport import (client as data_plane_client,
                                             frames as wire, handshake as data_plane_handshake)
+from nbcluster.rpc import peers
 from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
 from nbcluster.runtime.step import CancellationManager
 
@@ -114,8 +115,8 @@ def test_a_producer_error_arrives_with_grpc_s_class_and_message(servers, monkeyp
             list(plane.stream_tensors(7, [key], 5.0))
         got[key] = over_plane.value
     monkeypatch.setenv(data_plane_client.ENV, "grpc")
-    grpc_client = GrpcWorkerClient(_address(servers[1]))
-    assert grpc_client._plane is None
+    grpc_client = peers.worker_client(_address(servers[1]))
+    assert type(grpc_client) is GrpcWorkerClient  # picked once: gRPC only
     for key, error in got.items():
         with pytest.raises(errors.OpError) as over_grpc:
             list(grpc_client.stream_tensors(7, [key], 5.0))
@@ -194,7 +195,7 @@ def test_a_peer_stopped_mid_use_is_unavailable_then_a_restarted_one_serves_again
     first.stop()
     reader.join(10)
     assert isinstance(failed[0], errors.UnavailableError) and address in str(failed[0])
-    client = GrpcWorkerClient(address)  # no data plane there now: gRPC, which fails too
+    client = peers.worker_client(address)  # no data plane there now: gRPC, which fails too
     with pytest.raises(errors.UnavailableError):
         client.recv_tensor(32, _key(first, "a"), 2.0)
     second = tf.distribute.Server(spec, job_name="worker", task_index=1)
@@ -336,5 +337,5 @@ def test_both_ends_talk_only_to_their_own_user(servers, monkeypatch):
     key = _key(servers[1], "v")
     servers[1]._worker._step_table.get(99).rendezvous.send(key, np.float32([1, 2]))
     assert plane.recv_tensor(99, key, 5.0) is data_plane_client.NOT_SERVED
-    value = GrpcWorkerClient(_address(servers[1])).recv_tensor(99, key, 5.0)
+    value = peers.worker_client(_address(servers[1])).recv_tensor(99, key, 5.0)
     np.testing.assert_array_equal(value, [1, 2])

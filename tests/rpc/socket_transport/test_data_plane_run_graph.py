@@ -17,6 +17,7 @@ from nbcluster.proto import config_pb2, worker_pb2
 from nbcluster.rpc.socket_transport import (calls as frames, client as data_plane_client,
                                             connections as data_plane_connections, frames as wire,
                                             handshake as data_plane_handshake)
+from nbcluster.rpc import peers
 from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
 
 pytestmark = pytest.mark.timeout(60)
@@ -173,7 +174,7 @@ def test_a_peer_stopped_mid_run_graph_is_unavailable():
             assert not runner.is_alive()
         _blocked_on_the_peer(started[0].target, steps)
         assert isinstance(failed[0], errors.UnavailableError), failed
-        client = GrpcWorkerClient(_address(started[1]))  # no data plane now: gRPC fails too
+        client = peers.worker_client(_address(started[1]))  # no data plane now: gRPC fails too
         with pytest.raises(errors.UnavailableError):
             client.run_graph("s", "g", 1, {}, [], 2.0, False, False)
     finally:
