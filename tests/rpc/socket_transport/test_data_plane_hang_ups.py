@@ -1,4 +1,4 @@
-"""The data plane's watcher tells hang-ups apart from new connections that reuse their fd numbers."""
+"""Data-plane hang-ups: a new connection on a hung-up one's fd number keeps its request."""
 from __future__ import annotations
 
 import os
