@@ -42,7 +42,8 @@ def test_regenerated_modules_match_committed(tmp_path):
 
 def test_every_proto_has_its_modules():
     protos = sorted(p.stem for p in (REPO_ROOT / "protos" / "nbcluster" / "proto").glob("*.proto"))
-    assert protos == ["config", "frames", "graph", "master", "summary", "worker"]
+    assert protos == ["config", "frames", "graph", "master", "summary", "tensorflow_services",
+                      "worker"]
     for stem in protos:
         for suffix in ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py"):
             assert (COMMITTED / f"{stem}{suffix}").is_file(), f"{stem}{suffix} missing"

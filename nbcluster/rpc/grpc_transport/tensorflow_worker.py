@@ -33,7 +33,7 @@ _RECV_TENSOR_RESPONSE = Layout(worker_pb2.RecvTensorResponse, 1, named=False)  #
 _RUN_GRAPH_REQUEST = Layout(worker_pb2.RunGraphRequest, 3)                     # send = 3
 _RUN_GRAPH_RESPONSE = Layout(worker_pb2.RunGraphResponse, 1)                   # recv = 1
 # TF 2.x's WorkerService methods nbcluster has no counterpart for.
-_NOT_SERVED = ("Logging", "Tracing", "RecvBuf", "GetStepSequence", "CompleteGroup",
+NOT_SERVED = ("Logging", "Tracing", "RecvBuf", "GetStepSequence", "CompleteGroup",
                "CompleteInstance", "MarkRecvFinished")
 
 
@@ -151,7 +151,7 @@ def tensorflow_worker_handler(worker, slots) -> grpc.GenericRpcHandler:
         "CleanupAll": proto_handler(cleanup_all, worker_pb2.CleanupAllRequest),
         "RecvTensor": tensors(recv_tensor, _RECV_TENSOR_REQUEST),
     }
-    for name in _NOT_SERVED:
+    for name in NOT_SERVED:
         methods[name] = grpc.unary_unary_rpc_method_handler(_refuse(name))
     return grpc.method_handlers_generic_handler(SERVICE, methods)
 

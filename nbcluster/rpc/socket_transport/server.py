@@ -131,14 +131,20 @@ class DataPlaneServer:
 
     def _watch(self) -> None:
         try:
+            listener = self._listener.fileno()
             while True:
-                for fd, _ in self._poll.poll():
-                    if fd == self._wake_r:
-                        return
-                    if fd == self._listener.fileno():
-                        self._accept()
-                    else:
+                fds = [fd for fd, _ in self._poll.poll()]
+                if self._wake_r in fds:
+                    return
+                # A batch's hang-ups before its accept: a hung-up connection's
+                # thread may close its socket meanwhile, and the accepted one
+                # then gets the same fd number, which a hang-up handled after
+                # it would take for the new connection's (ending its request).
+                for fd in fds:
+                    if fd != listener:
                         self._hung_up(fd)
+                if listener in fds:
+                    self._accept()
         except Exception:  # noqa: BLE001 - peers then fall back to gRPC; say why
             log.exception("the data plane at %r stopped accepting", self.name)
         finally:

@@ -2,8 +2,11 @@
 service, with the same streaming on either side, and every declared method is served."""
 import pytest
 
-from nbcluster.proto import master_pb2, worker_pb2
+from nbcluster.proto import master_pb2, tensorflow_services_pb2, worker_pb2
 from nbcluster.rpc.grpc_transport.master_service import master_handler
+from nbcluster.rpc.grpc_transport.tensorflow_master import tensorflow_master_handler
+from nbcluster.rpc.grpc_transport.tensorflow_worker import (NOT_SERVED,
+                                                            tensorflow_worker_handler)
 from nbcluster.rpc.grpc_transport.worker_service import worker_handler
 
 pytestmark = pytest.mark.timeout(30)
@@ -44,3 +47,18 @@ def test_the_wire_paths_are_today_s():
             "GetStatus", "CreateWorkerSession", "DeleteWorkerSession", "RegisterGraph",
             "DeregisterGraph", "RunGraph", "CleanupGraph", "CleanupAll", "RecvTensor",
             "RunGraphStreamed", "RecvTensorStreamed", "PullResponse", "RecvTensors")}
+
+
+@pytest.mark.parametrize("service, handler", [
+    ("MasterService", tensorflow_master_handler(object())),
+    ("WorkerService", tensorflow_worker_handler(object(), None)),
+])
+def test_tensorflow_s_services_are_declared_as_served(service, handler):
+    """TF's paths (/tensorflow.MasterService/...) are declared too; what is served beyond
+    the declaration is only TF's methods answered UNIMPLEMENTED."""
+    declared, served = _declared(tensorflow_services_pb2.DESCRIPTOR, service), _served(handler)
+    assert all(path.startswith(f"/tensorflow.{service}/") for path in declared)
+    refused = {f"/tensorflow.WorkerService/{m}" for m in NOT_SERVED} \
+        if service == "WorkerService" else set()
+    assert {p: s for p, s in served.items() if p not in refused} == declared
+    assert all(s == (False, False) for s in declared.values())  # one unary message each way
