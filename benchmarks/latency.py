@@ -17,12 +17,18 @@ Run from the repository root: python -m benchmarks.latency
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 import nbcluster as tf
-from benchmarks._common import (RAW_ECHO_SCRIPT, client_hugetlb, emit, median, percentile,
-                                subprocess_server, timed)
+from benchmarks._common import (
+    RAW_ECHO_SCRIPT,
+    client_hugetlb,
+    emit,
+    median,
+    percentile,
+    subprocess_server,
+    timed,
+)
 
 TF_US = 654
 WARMUP = 200

@@ -33,8 +33,15 @@ import subprocess
 import sys
 import time
 
-from benchmarks._common import (REPO_ROOT, child_env, client_hugetlb, emit, local_cluster,
-                                read_line, stop_proc)
+from benchmarks._common import (
+    REPO_ROOT,
+    child_env,
+    client_hugetlb,
+    emit,
+    local_cluster,
+    read_line,
+    stop_proc,
+)
 
 BATCH = 128
 STEPS = 200

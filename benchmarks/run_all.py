@@ -28,9 +28,10 @@ TIMEOUT_S = 180
 
 
 def _context() -> dict:
-    import nbcluster.rpc  # noqa: F401  (sets GRPC_EXPERIMENTS before grpc loads)
     import grpc
     import numpy
+
+    import nbcluster.rpc  # noqa: F401  (sets GRPC_EXPERIMENTS before grpc loads)
     return {"bench": "context", "python": platform.python_version(),
             "grpcio": grpc.__version__, "numpy": numpy.__version__,
             "cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2),

@@ -18,8 +18,15 @@ import sys
 import tempfile
 import time
 
-from benchmarks._common import (REPO_ROOT, SERVER_SCRIPT, child_env, emit, median, read_line,
-                                stop_proc)
+from benchmarks._common import (
+    REPO_ROOT,
+    SERVER_SCRIPT,
+    child_env,
+    emit,
+    median,
+    read_line,
+    stop_proc,
+)
 
 TF_FIRST_RESULT_S = 2.5
 REPEATS = 5

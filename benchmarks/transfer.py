@@ -21,7 +21,6 @@ Run from the repository root: python -m benchmarks.transfer
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 import nbcluster as tf

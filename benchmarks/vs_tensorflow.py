@@ -219,7 +219,7 @@ def _row(figure: str, samples: dict) -> dict:
 
 
 def _table(rows: list) -> str:
-    out = [f"| figure | TensorFlow | nbcluster | nbcluster ÷ TF (speed) | goal | met |",
+    out = ["| figure | TensorFlow | nbcluster | nbcluster ÷ TF (speed) | goal | met |",
            "|---|---|---|---|---|---|"]
     for r in rows:
         def fmt(v):

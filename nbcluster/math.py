@@ -3,18 +3,56 @@
 A subset of TF's, growing.
 """
 from nbcluster.ops.indexing import unsorted_segment_sum
-from nbcluster.ops.logic import (is_finite, is_inf, is_nan, logical_and, logical_not,
-                                 logical_or, logical_xor)
+from nbcluster.ops.logic import (
+                                 is_finite,
+                                 is_inf,
+                                 is_nan,
+                                 logical_and,
+                                 logical_not,
+                                 logical_or,
+                                 logical_xor,
+)
+from nbcluster.ops.math import (  # noqa: A004
+                                 abs,
+                                 add,
+                                 add_n,
+                                 divide,
+                                 equal,
+                                 exp,
+                                 floordiv,
+                                 floormod,
+                                 greater,
+                                 greater_equal,
+                                 less,
+                                 less_equal,
+                                 log,
+                                 log1p,
+                                 maximum,
+                                 minimum,
+                                 multiply,
+                                 negative,
+                                 not_equal,
+                                 pow,
+                                 sign,
+                                 sqrt,
+                                 square,
+                                 subtract,
+                                 tanh,
+)
 from nbcluster.ops.math import div_no_nan as divide_no_nan
-from nbcluster.ops.math import floordiv, floormod
 from nbcluster.ops.math import floormod as mod
-from nbcluster.ops.math import (abs, add, add_n, divide, equal, exp,  # noqa: A004
-                                greater, greater_equal, less, less_equal, log, log1p, maximum,
-                                minimum, multiply, negative, not_equal, pow, sign, sqrt,
-                                square, subtract, tanh)
-from nbcluster.ops.reduction import (argmax, argmin, count_nonzero, reduce_all, reduce_any,
-                                     reduce_max, reduce_mean, reduce_min, reduce_sum)
-from nbcluster.ops.reduction import reduce_prod
+from nbcluster.ops.reduction import (
+                                 argmax,
+                                 argmin,
+                                 count_nonzero,
+                                 reduce_all,
+                                 reduce_any,
+                                 reduce_max,
+                                 reduce_mean,
+                                 reduce_min,
+                                 reduce_prod,
+                                 reduce_sum,
+)
 
 __all__ = ["abs", "add", "add_n", "argmax", "argmin", "count_nonzero", "divide", "divide_no_nan", "equal",
            "exp", "floordiv", "floormod", "mod", "greater", "greater_equal", "is_finite", "is_inf", "is_nan", "less",

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from sshd import sshd  # noqa: F401 - the fixture, for tests/launch and tests/jupyter
+
 from slurm_local import slurm  # noqa: F401 - the fixture, for tests/launch and tests/jupyter
+from sshd import sshd  # noqa: F401 - the fixture, for tests/launch and tests/jupyter
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -131,6 +132,7 @@ def cluster_factory():
     outcome, and any left alive is SIGKILLed.
     """
     from nbcluster.launch import Cluster
+
     from process_checks import kill_pids, wait_gone
     clusters: list = []
 

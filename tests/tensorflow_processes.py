@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from nbcluster.launch import free_ports
+
 from process_checks import kill_pids, wait_gone
 
 ROOT = Path(__file__).resolve().parents[1]

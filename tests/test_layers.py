@@ -20,7 +20,7 @@ LAYERS = {
     "nbcluster.errors": 0, "nbcluster.framework": 0, "nbcluster.proto": 0,
     "nbcluster.ops": 1, "nbcluster.kernels": 1, "nbcluster.runtime": 1,
     "nbcluster.grad": 1, "nbcluster.training": 1,
-    "nbcluster.distributed": 2,
+    "nbcluster.master_worker": 2,
     "nbcluster.rpc": 3, "nbcluster.rpc.codec": 3, "nbcluster.rpc.grpc_transport": 3,
     "nbcluster.rpc.socket_transport": 3, "nbcluster.rpc.serving": 3,
     "nbcluster.rpc.peer_status": 3, "nbcluster.rpc.peers": 3,

@@ -164,7 +164,7 @@ def test_sigterm_stops_a_task_with_a_recv_blocked_forever(procs):
     """Regression: a RecvTensor for a step that never runs held server.stop()."""
     import threading
 
-    from nbcluster.distributed.rendezvous import make_key
+    from nbcluster.master_worker.rendezvous import make_key
     from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
     proc = _start("--cluster", '{"ps": ["127.0.0.1:0"]}')
     procs.append(proc)

@@ -20,9 +20,9 @@ def connect(target: str, config=None):
 
 def local_master(config=None):
     """A private master + worker for one in-process session (TF's DirectSession)."""
-    from nbcluster.distributed.master import Master
-    from nbcluster.distributed.transport import LocalWorkerCache
-    from nbcluster.distributed.worker import Worker
+    from nbcluster.master_worker.master import Master
+    from nbcluster.master_worker.transport import LocalWorkerCache
+    from nbcluster.master_worker.worker import Worker
     from nbcluster.runtime.devices import local_devices
     from nbcluster.runtime.malloc_reuse import keep_freed_memory
 

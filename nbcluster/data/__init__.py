@@ -14,8 +14,7 @@ Example:
 """
 from nbcluster.data import experimental
 from nbcluster.data.dataset import AUTOTUNE, Dataset, DatasetV1, DatasetV2
-from nbcluster.data.iterators import (Iterator, make_initializable_iterator,
-                                      make_one_shot_iterator)
+from nbcluster.data.iterators import Iterator, make_initializable_iterator, make_one_shot_iterator
 from nbcluster.data.readers import TextLineDataset, TFRecordDataset
 from nbcluster.data.structure import TensorSpec
 

@@ -5,11 +5,11 @@ nbcluster` must not pay for importing grpc.
 """
 import importlib
 
-from nbcluster.server import Server
 from nbcluster.distribute import cluster_resolver
-from nbcluster.distribute.parameter_server_strategy import ReduceOp
 from nbcluster.distribute.input_context import InputContext
+from nbcluster.distribute.parameter_server_strategy import ReduceOp
 from nbcluster.distribute.sharded_variable import ShardedVariable
+from nbcluster.server import Server
 
 __all__ = ["Server", "ReduceOp", "cluster_resolver", "experimental", "InputContext",
            "ShardedVariable"]

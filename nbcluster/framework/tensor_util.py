@@ -9,8 +9,8 @@ import numpy as np
 
 from nbcluster import errors
 from nbcluster.framework import dtypes
-from nbcluster.framework.values import to_numpy
 from nbcluster.framework.tensor_size import check_expansion, check_shape
+from nbcluster.framework.values import to_numpy
 from nbcluster.proto import graph_pb2
 
 _VAL_FIELDS = {

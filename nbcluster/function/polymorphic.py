@@ -16,9 +16,17 @@ from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import get_default_graph
 from nbcluster.framework.operation import Tensor
 from nbcluster.function.concrete import ConcreteFunction, TracingIterator
-from nbcluster.function.structure import (ElementIterator, TensorSpec, dtype_and_shape,
-                                          element_key, flatten, leaf_kind, pack_as,
-                                          tensor_key, treedef)
+from nbcluster.function.structure import (
+    ElementIterator,
+    TensorSpec,
+    dtype_and_shape,
+    element_key,
+    flatten,
+    leaf_kind,
+    pack_as,
+    tensor_key,
+    treedef,
+)
 from nbcluster.ops.array import placeholder
 from nbcluster.ops.resource_variable import resource_variables_in
 from nbcluster.ops.state import GLOBAL_VARIABLES

@@ -12,9 +12,9 @@ import numpy as np
 
 from nbcluster import errors
 from nbcluster.framework import dtypes
-from nbcluster.framework.values import to_numpy
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape
+from nbcluster.framework.values import to_numpy
 
 
 class TensorSpec:

@@ -4,8 +4,13 @@ Importing the package loads every rule family, so the table is complete.
 """
 import importlib
 
-from nbcluster.grad.registry import (NotDifferentiable, get_gradient_rule, is_declared,
-                                     register_gradient, registered_gradients)
+from nbcluster.grad.registry import (
+    NotDifferentiable,
+    get_gradient_rule,
+    is_declared,
+    register_gradient,
+    registered_gradients,
+)
 
 FAMILIES = ("math", "linalg", "array", "shapes", "fill", "nn", "reduction", "control",
             "slicing", "state", "io", "indexing", "logic", "accumulator", "summary", "data",

@@ -7,10 +7,8 @@ gradient through; joining ops send each input its own slice of the gradient.
 from __future__ import annotations
 
 from nbcluster.grad.registry import NotDifferentiable, register_gradient
-from nbcluster.ops import array
-from nbcluster.ops import ranges, reduction
+from nbcluster.ops import array, ranges, reduction, slicing
 from nbcluster.ops import shapes as shape_ops
-from nbcluster.ops import slicing
 from nbcluster.ops.fill import zeros_like
 from nbcluster.ops.shape_inference import constant_value
 

@@ -18,13 +18,24 @@ from __future__ import annotations
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.constant import constant
-from nbcluster.ops.array import identity
-from nbcluster.ops.control_flow import (add_control_input, enter, exit, merge, next_iteration,
-                                        replace_input, switch)
-from nbcluster.ops.control_flow_context import flatten, pack_as
-from nbcluster.ops.control_flow_tensor_array import (TensorArray, stack_pop_v2,
-                                                     stack_push_v2, stack_v2)
 from nbcluster.grad.resource_variables import zeros_like_value
+from nbcluster.ops.array import identity
+from nbcluster.ops.control_flow import (
+    add_control_input,
+    enter,
+    exit,
+    merge,
+    next_iteration,
+    replace_input,
+    switch,
+)
+from nbcluster.ops.control_flow_context import flatten, pack_as
+from nbcluster.ops.control_flow_tensor_array import (
+    TensorArray,
+    stack_pop_v2,
+    stack_push_v2,
+    stack_v2,
+)
 from nbcluster.ops.fill import zeros_like
 from nbcluster.ops.resource_variables import handle_op
 

@@ -19,11 +19,11 @@ from nbcluster.framework.indexed_slices import IndexedSlices
 from nbcluster.framework.operation import Operation, Tensor, as_tensor_or_op
 from nbcluster.grad.control_flow_while import while_gradient
 from nbcluster.grad.registry import get_gradient_rule
-from nbcluster.ops.fill import ones_like
-from nbcluster.ops.control import tuple as gate_tuple
-from nbcluster.ops.math import add_n, cast
 from nbcluster.ops.array import concat
+from nbcluster.ops.control import tuple as gate_tuple
 from nbcluster.ops.control_flow_while import loop_unit
+from nbcluster.ops.fill import ones_like
+from nbcluster.ops.math import add_n, cast
 
 # Op types whose rule takes an IndexedSlices gradient as it is (TF's Identity
 # rule returns it unchanged, so a variable's `read` keeps the gradient sparse).

@@ -11,8 +11,7 @@ from nbcluster.framework import dtypes
 from nbcluster.framework.operation import Tensor
 from nbcluster.grad.registry import NotDifferentiable, register_gradient
 from nbcluster.ops import math as m
-from nbcluster.ops import ranges, reduction
-from nbcluster.ops import shapes
+from nbcluster.ops import ranges, reduction, shapes
 from nbcluster.ops.fill import ones_like
 from nbcluster.ops.shape_inference import constant_value
 from nbcluster.ops.slicing import broadcast_to

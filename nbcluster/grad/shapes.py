@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from nbcluster.grad.registry import NotDifferentiable, register_gradient
-from nbcluster.ops import shapes
-from nbcluster.ops import slicing
+from nbcluster.ops import shapes, slicing
 from nbcluster.ops.shape_inference import constant_value
 
 for _type in ("Shape", "Size", "Rank"):

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from nbcluster.grad.math import unbroadcast
 from nbcluster.grad.registry import NotDifferentiable, register_gradient
-from nbcluster.ops import array
+from nbcluster.ops import array, shapes, slicing
 from nbcluster.ops import math as m
-from nbcluster.ops import shapes
-from nbcluster.ops import slicing
 from nbcluster.ops.fill import zeros_like
 
 for _type in ("BroadcastGradientArgs", "ConcatOffset", "InvertPermutation"):

@@ -14,8 +14,13 @@ from IPython.display import display
 
 from nbcluster import errors
 from nbcluster.jupyter.arguments import HelpShown, MagicUsageError, build_parser, parse_line
-from nbcluster.jupyter.cluster_body import (parse_cluster_body, parse_targets, parse_task,
-                                            resolve_cluster, resolve_config)
+from nbcluster.jupyter.cluster_body import (
+    parse_cluster_body,
+    parse_targets,
+    parse_task,
+    resolve_cluster,
+    resolve_config,
+)
 from nbcluster.jupyter.failures import TfServerError, dead_tasks, one_line
 from nbcluster.jupyter.registry import Registry
 from nbcluster.launch import Cluster, LaunchError

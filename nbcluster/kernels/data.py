@@ -330,8 +330,9 @@ def _prefetched(iterator, size: int):
 
 def _load_families() -> None:
     # Importing this module registers every dataset kernel (kernels.load_all).
-    from nbcluster.kernels import data_functions, data_iterator, data_records, \
-        data_transforms  # noqa: F401
+    from nbcluster.kernels import (
+        data_transforms,  # noqa: F401
+    )
 
 
 _load_families()

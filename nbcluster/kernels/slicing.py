@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from nbcluster.kernels.array import host_ints, invalid, module_for, shape_str
-from nbcluster.runtime.kernel_table import register_kernel
 from nbcluster.ops.slicing import MASKS, static_reduction_axes, strided_entries
+from nbcluster.runtime.kernel_table import register_kernel
 
 DEVICES = ("CPU", "GPU")
 

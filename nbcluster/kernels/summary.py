@@ -12,8 +12,8 @@ import numpy as np
 from nbcluster import errors
 from nbcluster.framework.tensor_util import make_tensor_proto
 from nbcluster.kernels.media_encoding import encode_png, encode_wav
-from nbcluster.runtime.kernel_table import register_kernel
 from nbcluster.proto import summary_pb2
+from nbcluster.runtime.kernel_table import register_kernel
 
 BAD_COLOR = np.array([255, 0, 0, 255], np.uint8)  # TF's default for NaN/inf pixels
 _BUCKET_LIMITS = None

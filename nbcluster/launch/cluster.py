@@ -213,6 +213,7 @@ class Cluster:
           LaunchError: Ray cannot place the tasks in `timeout`, or one did not start.
         """
         import ray
+
         from nbcluster.launch.ray import RayLauncher
         if not ray.is_initialized():
             ray.init(address=address)
@@ -265,8 +266,7 @@ class Cluster:
           ValueError: both or neither of `spec` and `record`, or no running
             cluster `record` here.
         """
-        from nbcluster.rpc.grpc_transport import tokens
-        from nbcluster.rpc.grpc_transport import tls_material
+        from nbcluster.rpc.grpc_transport import tls_material, tokens
         if (spec is None) == (record is None):
             raise ValueError("Cluster.connect takes a spec or record=, exactly one of them")
         if record is not None:

@@ -18,7 +18,7 @@ import time
 from typing import Optional, Protocol
 
 from nbcluster.launch.errors import LaunchError
-from nbcluster.launch.process import share_blas_threads, child_env, free_ports, spawn
+from nbcluster.launch.process import child_env, free_ports, share_blas_threads, spawn
 
 _LOG_TAIL_BYTES = 256 * 1024
 

@@ -23,10 +23,11 @@ import sys
 from typing import Optional
 
 import ray
-from ray.util.placement_group import placement_group, placement_group_table, \
-    remove_placement_group
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, \
-    PlacementGroupSchedulingStrategy
+from ray.util.placement_group import placement_group, placement_group_table, remove_placement_group
+from ray.util.scheduling_strategies import (
+    NodeAffinitySchedulingStrategy,
+    PlacementGroupSchedulingStrategy,
+)
 
 from nbcluster.launch import task_secrets
 from nbcluster.launch.errors import LaunchError

@@ -14,7 +14,7 @@ import signal
 import time
 
 from nbcluster.launch.errors import LaunchError
-from nbcluster.launch.records import alive, unlink, running
+from nbcluster.launch.records import alive, running, unlink
 
 _POLL_S = 0.05
 

@@ -13,8 +13,12 @@ import subprocess
 from typing import Optional
 
 from nbcluster.framework.cluster_spec import ClusterSpec
-from nbcluster.server.environment import (DEFAULT_SLURM_PORT_BASE, expand_hostlist,
-                                          from_slurm, from_tf_config)
+from nbcluster.server.environment import (
+    DEFAULT_SLURM_PORT_BASE,
+    expand_hostlist,
+    from_slurm,
+    from_tf_config,
+)
 
 __all__ = ["ClusterResolver", "SimpleClusterResolver", "TFConfigClusterResolver",
            "SlurmClusterResolver", "expand_hostlist", "format_master_url"]

@@ -35,8 +35,7 @@ from typing import Optional
 from nbcluster.launch.errors import LaunchError
 from nbcluster.launch.launcher import stop_all, wait_until
 from nbcluster.launch.process import child_env, spawn
-from nbcluster.launch.slurm_jobs import NEVER_REASONS, describe, job_state, last_line, \
-    run_command
+from nbcluster.launch.slurm_jobs import NEVER_REASONS, describe, job_state, last_line, run_command
 
 _POLL_S = 0.2
 _JOB_GONE_S = 30.0

@@ -27,9 +27,9 @@ import time
 from typing import Optional
 
 from nbcluster.launch.errors import LaunchError
+from nbcluster.launch.launcher import spawn, stop_all, wait_until
 from nbcluster.rpc.grpc_transport.tls_material import MATERIAL_ENV as TLS_ENV
 from nbcluster.rpc.grpc_transport.tokens import ENV as TOKEN_ENV
-from nbcluster.launch.launcher import spawn, stop_all, wait_until
 
 # Runs argv[2:] with SIGTERM as its parent-death signal, unless the parent
 # (argv[1]) is already gone; no nbcluster import, so it costs ~20 ms.

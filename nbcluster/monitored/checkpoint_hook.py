@@ -5,10 +5,10 @@ import logging
 import os
 from typing import Optional
 
-from nbcluster.training.session_run_hook import SessionRunArgs, SessionRunHook
 from nbcluster.monitored.stop_hooks import global_step_or_raise
 from nbcluster.monitored.timer import SecondOrStepTimer
 from nbcluster.training.saver import Saver
+from nbcluster.training.session_run_hook import SessionRunArgs, SessionRunHook
 
 logger = logging.getLogger(__name__)
 

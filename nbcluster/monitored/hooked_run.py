@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from nbcluster.training.session_run_hook import (SessionRunArgs, SessionRunContext,
-                                                  SessionRunValues)
 from nbcluster.proto import config_pb2
+from nbcluster.training.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
 
 
 def merge_feeds(caller: Optional[dict], hook_args: list) -> dict:

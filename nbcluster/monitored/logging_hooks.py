@@ -7,9 +7,9 @@ from typing import Callable, Optional
 import numpy as np
 
 from nbcluster.framework.graph import get_default_graph
-from nbcluster.training.session_run_hook import SessionRunArgs, SessionRunHook
 from nbcluster.monitored.stop_hooks import global_step_or_raise
 from nbcluster.monitored.timer import SecondOrStepTimer
+from nbcluster.training.session_run_hook import SessionRunArgs, SessionRunHook
 
 logger = logging.getLogger(__name__)
 

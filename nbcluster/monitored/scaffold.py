@@ -16,9 +16,13 @@ from nbcluster.framework import dtypes
 from nbcluster.framework.constant import constant
 from nbcluster.framework.graph import get_default_graph
 from nbcluster.ops.array import stack
+from nbcluster.ops.state import (
+    GLOBAL_VARIABLES,
+    LOCAL_VARIABLES,
+    is_variable_initialized,
+    variables_initializer,
+)
 from nbcluster.ops.summary import merge_all
-from nbcluster.ops.state import (GLOBAL_VARIABLES, LOCAL_VARIABLES, is_variable_initialized,
-                                 variables_initializer)
 from nbcluster.training.saver import Saver
 
 SUMMARY_OP = "summary_op"  # TF's GraphKeys.SUMMARY_OP

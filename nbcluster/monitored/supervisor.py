@@ -19,12 +19,19 @@ from nbcluster.framework.graph_keys import GraphKeys
 from nbcluster.monitored.scaffold import SUMMARY_OP
 from nbcluster.monitored.session_creators import close_quietly
 from nbcluster.monitored.session_manager import SessionManager
-from nbcluster.monitored.supervisor_threads import (LooperThread, SVStepCounterThread,
-                                                    SVSummaryThread, SVTimerCheckpointThread)
+from nbcluster.monitored.supervisor_threads import (
+    LooperThread,
+    SVStepCounterThread,
+    SVSummaryThread,
+    SVTimerCheckpointThread,
+)
 from nbcluster.ops.control import group
 from nbcluster.ops.readiness import report_uninitialized_variables
-from nbcluster.ops.state import (global_variables, global_variables_initializer,
-                                 local_variables_initializer)
+from nbcluster.ops.state import (
+    global_variables,
+    global_variables_initializer,
+    local_variables_initializer,
+)
 from nbcluster.training.coordinator import Coordinator
 from nbcluster.training.queue_runner import QUEUE_RUNNERS
 from nbcluster.training.saver import Saver

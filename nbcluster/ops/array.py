@@ -16,9 +16,16 @@ from nbcluster.framework.graph import get_default_graph, graph_of
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape, as_shape, unknown_shape
-from nbcluster.ops.shape_inference import (INDEX_TYPES, _contains_tensor, check_rank,
-                                           constant_value, merge_shapes, per_dimension_rank,
-                                           shape_error, tensor_list)
+from nbcluster.ops.shape_inference import (
+    INDEX_TYPES,
+    _contains_tensor,
+    check_rank,
+    constant_value,
+    merge_shapes,
+    per_dimension_rank,
+    shape_error,
+    tensor_list,
+)
 
 
 @register_op("Placeholder")

@@ -14,12 +14,11 @@ from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import get_default_graph
 from nbcluster.framework.operation import Operation, Tensor, as_tensor_or_op
 from nbcluster.ops.array import identity, stack
-from nbcluster.ops.math import cast, less_equal
-from nbcluster.ops.reduction import reduce_sum
 from nbcluster.ops.control import with_dependencies
 from nbcluster.ops.control_flow import Assert, merge, switch
-from nbcluster.ops.control_flow_context import (assert_same_structure, capture, flatten,
-                                                pack_as)
+from nbcluster.ops.control_flow_context import assert_same_structure, capture, flatten, pack_as
+from nbcluster.ops.math import cast, less_equal
+from nbcluster.ops.reduction import reduce_sum
 
 
 def cond(pred, true_fn=None, false_fn=None, strict: bool = False, name: Optional[str] = None,

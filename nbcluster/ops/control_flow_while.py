@@ -18,10 +18,22 @@ from nbcluster.framework.graph import get_default_graph
 from nbcluster.framework.operation import Operation, Tensor, as_tensor_or_op
 from nbcluster.framework.tensor_shape import TensorShape, as_shape
 from nbcluster.ops.array import identity
-from nbcluster.ops.control_flow import (enter, exit, loop_cond, merge, next_iteration,
-                                        replace_input, switch)
-from nbcluster.ops.control_flow_context import (assert_same_structure, building, capture,
-                                                flatten, pack_as)
+from nbcluster.ops.control_flow import (
+    enter,
+    exit,
+    loop_cond,
+    merge,
+    next_iteration,
+    replace_input,
+    switch,
+)
+from nbcluster.ops.control_flow_context import (
+    assert_same_structure,
+    building,
+    capture,
+    flatten,
+    pack_as,
+)
 
 
 class WhileContext:

@@ -16,8 +16,12 @@ from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import as_shape
 from nbcluster.ops.array import index_tensor
-from nbcluster.ops.shape_inference import (_contains_tensor, _is_tensor_like, check_rank,
-                                           shape_from_input)
+from nbcluster.ops.shape_inference import (
+    _contains_tensor,
+    _is_tensor_like,
+    check_rank,
+    shape_from_input,
+)
 from nbcluster.ops.shapes import reshape, shape
 
 _SMALL_CONSTANT = 1000  # TF: zeros/ones with fewer elements become one Const

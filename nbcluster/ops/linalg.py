@@ -10,10 +10,15 @@ from nbcluster.framework.graph import graph_of
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor, register_operator
 from nbcluster.framework.tensor_shape import TensorShape, broadcast, unknown_shape
-from nbcluster.ops.math import (COMPLEX, FLOATS, check_dtype, check_same_dtype, tensor_dtype,
-                                to_tensor)
+from nbcluster.ops.math import (
+    COMPLEX,
+    FLOATS,
+    check_dtype,
+    check_same_dtype,
+    tensor_dtype,
+    to_tensor,
+)
 from nbcluster.ops.shape_inference import shape_error
-
 
 _MATMUL_TYPES = FLOATS + (dtypes.int32, dtypes.int64) + COMPLEX
 

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from nbcluster.framework import dtypes
 from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import graph_of
 from nbcluster.framework.operation import Tensor
 from nbcluster.ops import math as m
 from nbcluster.ops.reduction import reduce_sum
-from nbcluster.ops.shapes import shape
 from nbcluster.ops.shape_inference import constant_value
+from nbcluster.ops.shapes import shape
 
 
 def compute_average_loss(per_example_loss, sample_weight=None,

@@ -16,12 +16,20 @@ from nbcluster.framework.graph import graph_of
 from nbcluster.framework.op_registry import register_op, registered_ops
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape, broadcast, unknown_shape
-from nbcluster.ops import math as math_ops
 from nbcluster.ops import array, reduction, shapes
-from nbcluster.ops.shape_inference import INDEX_TYPES, check_rank, merge_shapes, shape_error
+from nbcluster.ops import math as math_ops
 from nbcluster.ops.linalg import matmul
-from nbcluster.ops.math import FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, apply_op, check_dtype, \
-    check_same_dtype, to_tensor
+from nbcluster.ops.math import (
+    FLOAT_COMPLEX,
+    FLOATS,
+    NUMERIC,
+    REAL,
+    apply_op,
+    check_dtype,
+    check_same_dtype,
+    to_tensor,
+)
+from nbcluster.ops.shape_inference import INDEX_TYPES, check_rank, merge_shapes, shape_error
 
 
 def _same_shape(allowed: tuple, param: str):

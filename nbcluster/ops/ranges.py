@@ -13,11 +13,11 @@ from typing import Optional
 import numpy as np
 
 from nbcluster.framework import dtypes
-from nbcluster.framework.values import to_numpy
 from nbcluster.framework.graph import graph_of
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor, as_tensor_or_op
 from nbcluster.framework.tensor_shape import TensorShape
+from nbcluster.framework.values import to_numpy
 from nbcluster.ops.math import RANGE, cast, check_dtype, to_tensor
 from nbcluster.ops.shape_inference import constant_value, shape_error
 

@@ -7,7 +7,6 @@ rank reduces over `range(rank(x))` (`ops/ranges.py`, `ops/shapes.py`).
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from nbcluster.framework import dtypes
@@ -17,11 +16,10 @@ from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape, list_str, unknown_shape
 from nbcluster.ops.array import index_tensor
-from nbcluster.ops.math import (INDEX, NUMERIC, REAL, cast, check_dtype, not_equal,
-                                to_tensor)
+from nbcluster.ops.math import INDEX, NUMERIC, REAL, cast, check_dtype, not_equal, to_tensor
 from nbcluster.ops.ranges import range  # noqa: A004 - TF's name
-from nbcluster.ops.shapes import rank
 from nbcluster.ops.shape_inference import constant_value, shape_error
+from nbcluster.ops.shapes import rank
 
 
 # -- reductions and arg-reductions ----------------------------------------------

@@ -18,10 +18,15 @@ from nbcluster.framework.graph import graph_of
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape, list_str, scalar, unknown_shape
-from nbcluster.ops import math as math_ops, ranges
+from nbcluster.ops import math as math_ops
+from nbcluster.ops import ranges
 from nbcluster.ops.array import index_tensor
-from nbcluster.ops.shape_inference import (constant_value, per_dimension_rank, shape_error,
-                                           shape_from_input)
+from nbcluster.ops.shape_inference import (
+    constant_value,
+    per_dimension_rank,
+    shape_error,
+    shape_from_input,
+)
 
 
 # -- reshaping ----------------------------------------------------------------

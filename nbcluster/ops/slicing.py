@@ -19,8 +19,13 @@ from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor, register_operator
 from nbcluster.framework.tensor_shape import TensorShape, broadcast, unknown_shape
 from nbcluster.ops.array import index_tensor
-from nbcluster.ops.shape_inference import (INDEX_TYPES, check_rank, constant_value,
-                                           shape_error, shape_from_input)
+from nbcluster.ops.shape_inference import (
+    INDEX_TYPES,
+    check_rank,
+    constant_value,
+    shape_error,
+    shape_from_input,
+)
 
 
 def _check_index_dtype(op, index: int, param: str) -> None:

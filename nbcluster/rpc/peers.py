@@ -13,8 +13,8 @@ import threading
 from typing import Optional
 
 from nbcluster import errors
-from nbcluster.distributed.transport import InProcessWorkerClient, MasterClient, WorkerClient
 from nbcluster.framework.cluster_spec import ClusterSpec
+from nbcluster.master_worker.transport import InProcessWorkerClient, MasterClient, WorkerClient
 from nbcluster.rpc.grpc_transport.master_client import GrpcMasterClient
 from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
 from nbcluster.rpc.socket_transport.client import peer_for

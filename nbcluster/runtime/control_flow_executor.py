@@ -19,7 +19,7 @@ partition is registered). Here, as in TF's executor:
 - A control-flow `_Send`/`_Recv` pair (attr `_cf`, set by the partitioner)
   runs even when dead, carrying the deadness, and keys its tensor with the
   frame and iteration, so a loop's iterations and a branch's deadness cross
-  devices and tasks (`distributed/control_flow_partition.py`).
+  devices and tasks (`master_worker/control_flow_partition.py`).
 
 One thread dispatches: cheap kernels run on it; blocking ones (a Recv, a
 dequeue) on the shared pool, reporting back through a queue.

@@ -133,8 +133,8 @@ class Server:
                  task_index: Optional[int] = None, protocol: Optional[str] = None,
                  config=None, start: bool = True, *, checkpoint_dir=None,
                  token: Optional[str] = None, insecure: bool = False, tls=None) -> None:
-        from nbcluster.server.checkpoint_dir import checkpoint_root
         from nbcluster.server.access import server_tls, server_token
+        from nbcluster.server.checkpoint_dir import checkpoint_root
         self._server_def = make_server_def(server_or_cluster_def, job_name, task_index,
                                            protocol, config)
         self._checkpoint_root = checkpoint_root(checkpoint_dir)
@@ -150,12 +150,12 @@ class Server:
             self.start()
 
     def _build(self) -> None:
-        from nbcluster.distributed.master import Master
-        from nbcluster.distributed.worker import Worker
-        from nbcluster.rpc.socket_transport.server import DataPlaneServer
+        from nbcluster.master_worker.master import Master
+        from nbcluster.master_worker.worker import Worker
         from nbcluster.rpc.grpc_transport.peer_check import PeerCheck
         from nbcluster.rpc.grpc_transport.server_core import bind_server
         from nbcluster.rpc.peers import ServerWorkerCache, worker_client
+        from nbcluster.rpc.socket_transport.server import DataPlaneServer
         from nbcluster.runtime.devices import local_devices
         from nbcluster.runtime.malloc_reuse import keep_freed_memory
         from nbcluster.runtime.math_threads import is_process_wide, task_threads

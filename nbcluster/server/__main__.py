@@ -49,11 +49,11 @@ import threading
 from typing import NoReturn, Optional
 
 from nbcluster import errors
-from nbcluster.server import Server, make_server_def, ready_line
-from nbcluster.server.environment import task_from_environment
-from nbcluster.runtime.malloc_reuse import keep_freed_memory
 from nbcluster.rpc.grpc_transport import tls_material
 from nbcluster.rpc.grpc_transport.tokens import read_token_file
+from nbcluster.runtime.malloc_reuse import keep_freed_memory
+from nbcluster.server import Server, make_server_def, ready_line
+from nbcluster.server.environment import task_from_environment
 from nbcluster.server.options import load_cluster, load_config
 
 PROG = "nbcluster.server"

@@ -4,10 +4,17 @@ The ops (nbcluster/ops/summary.py) need nothing beyond nbcluster; the
 FileWriter loads the tensorboard package when one is made. Event, SessionLog
 and TaggedRunMetadata are tensorboard's own proto classes, loaded on first use.
 """
-from nbcluster.ops.summary import (audio, histogram, image, merge, merge_all, scalar, text,
-                                   tensor_summary)
-from nbcluster.proto.summary_pb2 import (HistogramProto, Summary, SummaryDescription,
-                                         SummaryMetadata)
+from nbcluster.ops.summary import (
+    audio,
+    histogram,
+    image,
+    merge,
+    merge_all,
+    scalar,
+    tensor_summary,
+    text,
+)
+from nbcluster.proto.summary_pb2 import HistogramProto, Summary, SummaryDescription, SummaryMetadata
 from nbcluster.summary.writer import FileWriter
 from nbcluster.summary.writer_cache import FileWriterCache
 

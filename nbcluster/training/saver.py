@@ -25,7 +25,11 @@ from nbcluster.ops.control import group
 from nbcluster.ops.state import Variable, assign, global_variables
 from nbcluster.training import checkpoint_management as management
 from nbcluster.training.checkpoint_management import (  # noqa: F401 - tf.train's names
-    checkpoint_exists, get_checkpoint_state, latest_checkpoint, update_checkpoint_state)
+    checkpoint_exists,
+    get_checkpoint_state,
+    latest_checkpoint,
+    update_checkpoint_state,
+)
 
 __all__ = ["Saver", "checkpoint_exists", "get_checkpoint_state", "latest_checkpoint",
            "update_checkpoint_state"]

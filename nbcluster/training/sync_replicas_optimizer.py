@@ -24,6 +24,7 @@ from nbcluster.training.optimizer import Optimizer
 from nbcluster.training.queue_runner import QueueRunner
 from nbcluster.training.sync_replicas_hook import SyncReplicasOptimizerHook
 
+
 # The hook class lives in monitored/ (L4, which owns SessionRunHook, where L1
 # may not import from); that module registers it here when it is imported.
 def _positive_int(value, what: str) -> int:

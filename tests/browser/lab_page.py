@@ -11,6 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import nbformat
+
 from process_checks import process_table
 
 WAIT_KERNEL_JS = """async (path) => {

@@ -3,8 +3,16 @@ designed tasks (the embedded dashboard turns them green), Stop ends them."""
 from __future__ import annotations
 
 import pytest
-from lab_page import kernel_pids, notebook_page, problems, run_all, servers_of, \
-    shutdown_kernel, write_notebook
+from lab_page import (
+    kernel_pids,
+    notebook_page,
+    problems,
+    run_all,
+    servers_of,
+    shutdown_kernel,
+    write_notebook,
+)
+
 from process_checks import kill_pids, wait_gone
 
 PlaywrightTimeout = pytest.importorskip(

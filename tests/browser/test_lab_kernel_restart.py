@@ -6,8 +6,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from lab_page import WIDGET_ERROR_TEXT, kernel_pids, notebook_page, run_all, servers_of, \
-    shutdown_kernel, write_notebook
+from lab_page import (
+    WIDGET_ERROR_TEXT,
+    kernel_pids,
+    notebook_page,
+    run_all,
+    servers_of,
+    shutdown_kernel,
+    write_notebook,
+)
+
 from process_checks import kill_pids, wait_gone
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (.ci/run "

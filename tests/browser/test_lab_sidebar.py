@@ -4,8 +4,16 @@ extension + the server extension, in real Chromium)."""
 from __future__ import annotations
 
 import pytest
-from lab_page import kernel_pids, notebook_page, problems, run_command, servers_of, \
-    shutdown_kernel, write_notebook
+from lab_page import (
+    kernel_pids,
+    notebook_page,
+    problems,
+    run_command,
+    servers_of,
+    shutdown_kernel,
+    write_notebook,
+)
+
 from process_checks import alive, kill_pids, wait_gone
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (.ci/run "

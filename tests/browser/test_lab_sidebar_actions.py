@@ -9,10 +9,17 @@ import json
 import urllib.request
 
 import pytest
-from lab_page import cell_report, notebook_page, problems, run_command, shutdown_kernel, \
-    write_notebook
-from process_checks import alive, kill_pids, wait_gone
+from lab_page import (
+    cell_report,
+    notebook_page,
+    problems,
+    run_command,
+    shutdown_kernel,
+    write_notebook,
+)
 from test_lab_sidebar import open_sidebar
+
+from process_checks import alive, kill_pids, wait_gone
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (.ci/run "
                     "installs the dev extras, and Debian's chromium)")

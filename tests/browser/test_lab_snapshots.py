@@ -10,8 +10,18 @@ from __future__ import annotations
 import json
 
 import pytest
-from lab_page import STDERR_OUTPUT, WIDGET_ERROR_TEXT, cell_report, kernel_pids, \
-    notebook_page, run_all, servers_of, shutdown_kernel, write_notebook
+from lab_page import (
+    STDERR_OUTPUT,
+    WIDGET_ERROR_TEXT,
+    cell_report,
+    kernel_pids,
+    notebook_page,
+    run_all,
+    servers_of,
+    shutdown_kernel,
+    write_notebook,
+)
+
 from process_checks import kill_pids, wait_gone
 
 PlaywrightTimeout = pytest.importorskip(

@@ -6,8 +6,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-from lab_page import WIDGET_ERROR_TEXT, kernel_pids, notebook_page, problems, run_all, \
-    servers_of, shutdown_kernel
+from lab_page import (
+    WIDGET_ERROR_TEXT,
+    kernel_pids,
+    notebook_page,
+    problems,
+    run_all,
+    servers_of,
+    shutdown_kernel,
+)
+
 from process_checks import kill_pids, wait_gone
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (.ci/run "

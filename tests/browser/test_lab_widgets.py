@@ -10,8 +10,20 @@ import shutil
 from pathlib import Path
 
 import pytest
-from lab_page import STDERR_OUTPUT, TRACEBACK_OUTPUT, cell_report, kernel_pids, \
-    notebook_page, problems, run_all, run_command, servers_of, shutdown_kernel, write_notebook
+from lab_page import (
+    STDERR_OUTPUT,
+    TRACEBACK_OUTPUT,
+    cell_report,
+    kernel_pids,
+    notebook_page,
+    problems,
+    run_all,
+    run_command,
+    servers_of,
+    shutdown_kernel,
+    write_notebook,
+)
+
 from process_checks import kill_pids, wait_gone
 
 PlaywrightTimeout = pytest.importorskip(

@@ -10,7 +10,7 @@ import pytest
 
 import nbcluster as tf
 from nbcluster import errors
-from nbcluster.distributed.master import Master
+from nbcluster.master_worker.master import Master
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -8,9 +8,10 @@ import subprocess
 import sys
 
 import pytest
-from process_checks import kill_pids, wait_gone
 
 import nbcluster as tf
+
+from process_checks import kill_pids, wait_gone
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -5,8 +5,11 @@ import pytest
 
 from nbcluster import errors
 from nbcluster.distribute.closures import Closure, ClosureQueue
-from nbcluster.distribute.failure_handling import (MAX_TRANSIENT_RETRIES, Diagnosis,
-                                                   handle_closure_error)
+from nbcluster.distribute.failure_handling import (
+    MAX_TRANSIENT_RETRIES,
+    Diagnosis,
+    handle_closure_error,
+)
 
 pytestmark = pytest.mark.timeout(30)
 

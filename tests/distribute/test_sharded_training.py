@@ -6,8 +6,10 @@ import pytest
 
 import nbcluster as tf
 from nbcluster.distribute.cluster_resolver import SimpleClusterResolver
-from nbcluster.distribute.experimental.partitioners import (FixedShardsPartitioner,
-                                                            MinSizePartitioner)
+from nbcluster.distribute.experimental.partitioners import (
+    FixedShardsPartitioner,
+    MinSizePartitioner,
+)
 from nbcluster.function import function
 from nbcluster.grad.tape import GradientTape
 from nbcluster.training.gradient_descent import GradientDescentOptimizer

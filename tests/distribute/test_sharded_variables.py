@@ -6,9 +6,11 @@ import pytest
 import nbcluster as tf
 from nbcluster.distribute.cluster_resolver import SimpleClusterResolver
 from nbcluster.distribute.experimental import ParameterServerStrategy
-from nbcluster.distribute.experimental.partitioners import (FixedShardsPartitioner,
-                                                            MaxSizePartitioner,
-                                                            MinSizePartitioner)
+from nbcluster.distribute.experimental.partitioners import (
+    FixedShardsPartitioner,
+    MaxSizePartitioner,
+    MinSizePartitioner,
+)
 from nbcluster.distribute.sharded_variable import create_sharded
 
 pytestmark = pytest.mark.timeout(30)

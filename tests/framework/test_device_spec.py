@@ -4,8 +4,12 @@ import dataclasses
 import pytest
 
 from nbcluster.errors import InvalidArgumentError
-from nbcluster.framework.device_spec import (DeviceSpec, canonical_name, is_compatible,
-                                             is_valid_job_name)
+from nbcluster.framework.device_spec import (
+    DeviceSpec,
+    canonical_name,
+    is_compatible,
+    is_valid_job_name,
+)
 
 pytestmark = pytest.mark.timeout(30)
 

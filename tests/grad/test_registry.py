@@ -6,12 +6,13 @@ random sources, training updates, save/restore) need no declaration; they
 never lie on a differentiable path. Everything else must be declared.
 """
 import pytest
-from op_families import load_every_op_family
 
 import nbcluster  # noqa: F401 - registers ops defined outside ops/ (Const, _Send, ...)
-import nbcluster.distributed.send_recv  # noqa: F401 - _Send/_Recv
+import nbcluster.master_worker.send_recv  # noqa: F401 - _Send/_Recv
 from nbcluster.framework.op_registry import registered_ops
 from nbcluster.grad import registry
+
+from op_families import load_every_op_family
 
 pytestmark = pytest.mark.timeout(60)
 

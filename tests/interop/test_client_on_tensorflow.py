@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tensorflow_processes import requires_tensorflow
 
 import nbcluster as tf
 from nbcluster import errors
-from tensorflow_processes import requires_tensorflow
 
 pytestmark = [requires_tensorflow, pytest.mark.timeout(300)]
 

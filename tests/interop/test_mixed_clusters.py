@@ -5,9 +5,9 @@ import json
 
 import numpy as np
 import pytest
+from tensorflow_processes import requires_tensorflow, run_program
 
 import nbcluster as tf
-from tensorflow_processes import requires_tensorflow, run_program
 
 pytestmark = [requires_tensorflow, pytest.mark.timeout(300)]
 

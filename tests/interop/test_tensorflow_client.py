@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-
 from tensorflow_processes import requires_tensorflow, run_program
 
 pytestmark = [requires_tensorflow, pytest.mark.timeout(420)]

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tensorflow_processes import requires_tensorflow
 
 import nbcluster as tf
 from nbcluster.jupyter.widgets import ClusterDashboard
 from nbcluster.launch import Cluster
+
 from process_checks import wait_gone
-from tensorflow_processes import requires_tensorflow
 
 pytestmark = [requires_tensorflow, pytest.mark.timeout(300)]
 

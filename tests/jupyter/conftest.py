@@ -47,3 +47,18 @@ def _isolated_jupyter_dirs(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter-data"))
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "jupyter-config"))
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "jupyter-runtime"))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A jupyter server process with nbcluster's server extension (lab_server.py)."""
+    from lab_server import jupyter_server
+    with jupyter_server(tmp_path_factory.mktemp("server-home")) as started:
+        yield started
+
+
+@pytest.fixture
+def same_runtime(server, monkeypatch):
+    """This process writes its cluster records where the server reads them."""
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(server["runtime"]))
+    return server

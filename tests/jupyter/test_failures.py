@@ -14,6 +14,7 @@ import nbcluster
 from nbcluster import errors
 from nbcluster.jupyter.failures import TfServerError, dead_tasks, how_it_ended
 from nbcluster.jupyter.registry import Entry
+
 from process_checks import wait_gone
 
 pytestmark = pytest.mark.timeout(120)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -15,77 +14,14 @@ import urllib.error
 import urllib.request
 
 import pytest
+from lab_server import TOKEN
+from lab_server import get_json as _get
 
-from cluster_graphs import ps_matmul_step
 from nbcluster.launch import Cluster
 
+from cluster_graphs import ps_matmul_step
+
 pytestmark = pytest.mark.timeout(180)
-
-TOKEN = "nbcluster-server-extension-test"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A jupyter server on 127.0.0.1 with isolated JUPYTER_* dirs: {"url", "runtime"}."""
-    home = tmp_path_factory.mktemp("server-home")
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"),
-               JUPYTER_DATA_DIR=str(home / "data"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-               IPYTHONDIR=str(home / "ipython"))
-    env.pop("JUPYTER_PATH", None)
-    port, log_path = _free_port(), home / "server.log"
-    # the extension is named on the command line too, so that this test checks the
-    # handler even where the package's config file is not installed (the list test is
-    # the one that checks the installation)
-    cmd = [sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
-           f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-           "--ServerApp.allow_root=True", f"--IdentityProvider.token={TOKEN}",
-           f"--ServerApp.root_dir={home}",
-           "--ServerApp.jpserver_extensions={'nbcluster.jupyter': True}"]
-    url = f"http://127.0.0.1:{port}"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"jupyter server did not come up:\n"
-                                       f"{log_path.read_text()}") from None
-                time.sleep(0.25)
-        yield {"url": url, "runtime": home / "runtime", "log": log_path}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # our own process group only
-            proc.wait(timeout=10)
-
-
-@pytest.fixture
-def same_runtime(server, monkeypatch):
-    """This process writes its cluster records where the server reads them."""
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(server["runtime"]))
-    return server
-
-
-def _get(server, path: str = "/nbcluster/clusters", token: bool = True, timeout: float = 20):
-    headers = {"Authorization": f"token {TOKEN}"} if token else {}
-    request = urllib.request.Request(server["url"] + path, headers=headers)
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        assert response.headers["Content-Type"].startswith("application/json")
-        return json.loads(response.read())
-
 
 def test_lists_a_running_cluster_with_its_tasks_live_state(same_runtime):
     assert _get(same_runtime) == []

@@ -8,11 +8,13 @@ import urllib.error
 import urllib.request
 
 import pytest
+from lab_server import TOKEN
+from lab_server import get_json as _get
 
 from nbcluster.jupyter import lab_launch
 from nbcluster.launch import Cluster
+
 from process_checks import alive, wait_gone
-from test_server_extension import TOKEN, _get, same_runtime, server  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.timeout(240)
 

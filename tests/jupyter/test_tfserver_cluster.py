@@ -11,6 +11,7 @@ from IPython.utils.capture import capture_output
 import nbcluster as tf
 from nbcluster.jupyter.failures import TfServerError
 from nbcluster.launch import Cluster, free_ports
+
 from process_checks import alive, error_lines, wait_gone
 
 pytestmark = pytest.mark.timeout(180)

@@ -6,10 +6,20 @@ import json
 import pytest
 
 from nbcluster.framework.cluster_spec import ClusterSpec
-from nbcluster.jupyter.arguments import (HelpShown, MagicUsageError, build_parser, parse_line,
-                                         split_line)
-from nbcluster.jupyter.cluster_body import (parse_cluster_body, parse_targets, parse_task,
-                                            resolve_cluster, resolve_config)
+from nbcluster.jupyter.arguments import (
+    HelpShown,
+    MagicUsageError,
+    build_parser,
+    parse_line,
+    split_line,
+)
+from nbcluster.jupyter.cluster_body import (
+    parse_cluster_body,
+    parse_targets,
+    parse_task,
+    resolve_cluster,
+    resolve_config,
+)
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -7,6 +7,7 @@ from IPython.utils.capture import capture_output
 
 import nbcluster as tf
 from nbcluster.jupyter.failures import TfServerError
+
 from process_checks import error_lines, wait_gone
 from slurm_local import squeue_ids
 

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import pytest
 from IPython.utils.capture import capture_output
+from tensorflow_processes import requires_tensorflow
 
 from nbcluster.jupyter.failures import TfServerError
+
 from process_checks import wait_gone
-from tensorflow_processes import requires_tensorflow
 
 pytestmark = pytest.mark.timeout(300)
 

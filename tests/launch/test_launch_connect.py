@@ -8,6 +8,7 @@ import pytest
 
 from nbcluster.launch import Cluster, LaunchError, child_env
 from nbcluster.server import parse_ready_line
+
 from process_checks import alive
 
 pytestmark = pytest.mark.timeout(120)

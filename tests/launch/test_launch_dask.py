@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import nbcluster as tf
-from process_checks import kill_pids, wait_gone
 from nbcluster.launch import Cluster, LaunchError
+
+from process_checks import kill_pids, wait_gone
 
 distributed = pytest.importorskip("distributed", reason="the `dask` extra is not installed: "
                                   "pip install 'nbcluster[dask]'")
@@ -95,6 +96,7 @@ def _tokenless_status_code(address: str):
     """The status code of a GetStatus to `address` that carries no token (TLS where
     this process knows the cluster's CA)."""
     import grpc
+
     from nbcluster.proto import worker_pb2
     from nbcluster.rpc.grpc_transport import tls
     from nbcluster.rpc.grpc_transport.calls import unary_method
@@ -111,6 +113,7 @@ def _tokenless_status_code(address: str):
 
 def test_a_dask_cluster_has_a_token_and_tls_on_no_command_line(dask_client, monkeypatch):
     import grpc
+
     from nbcluster.rpc.grpc_transport import tls_material, tokens
     monkeypatch.delenv(tokens.ENV, raising=False)
     cluster = Cluster.dask(dask_client, ps=1, worker=2, name="dask-tls", timeout=120, tls=True)

@@ -13,6 +13,7 @@ import pytest
 import nbcluster as tf
 from nbcluster.launch import Cluster, LaunchError, LocalLauncher, TaskStatus
 from nbcluster.launch.startup import Task
+
 from cluster_graphs import ps_matmul_step
 from process_checks import alive, kill_pids, wait_gone
 

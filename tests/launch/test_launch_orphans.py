@@ -8,8 +8,9 @@ import textwrap
 
 import pytest
 
-from process_checks import kill_pids, wait_gone
 from nbcluster.launch import child_env
+
+from process_checks import kill_pids, wait_gone
 
 pytestmark = pytest.mark.timeout(120)
 

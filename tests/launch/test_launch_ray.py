@@ -13,8 +13,9 @@ import textwrap
 
 import pytest
 
-from process_checks import kill_pids, wait_gone
 from nbcluster.launch.process import child_env
+
+from process_checks import kill_pids, wait_gone
 
 pytest.importorskip("ray", reason="the `ray` extra is not installed: pip install 'nbcluster[ray]'")
 pytestmark = pytest.mark.timeout(420)

@@ -6,10 +6,13 @@ import json
 import pytest
 
 from nbcluster.framework.cluster_spec import ClusterSpec
-from nbcluster.launch import (SimpleClusterResolver, SlurmClusterResolver,
-                              TFConfigClusterResolver, expand_hostlist)
-from nbcluster.server.environment import (expand_tasks_per_node, from_slurm,
-                                          task_from_environment)
+from nbcluster.launch import (
+    SimpleClusterResolver,
+    SlurmClusterResolver,
+    TFConfigClusterResolver,
+    expand_hostlist,
+)
+from nbcluster.server.environment import expand_tasks_per_node, from_slurm, task_from_environment
 
 pytestmark = pytest.mark.timeout(30)
 

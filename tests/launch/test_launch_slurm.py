@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 import nbcluster as tf
-from process_checks import alive, kill_pids, wait_gone
-from slurm_local import squeue_ids, wait_job_gone, wait_job_running
 from nbcluster.launch import Cluster, LaunchError
 from nbcluster.launch.process import child_env
 from nbcluster.launch.slurm import SlurmLauncher
+
+from process_checks import alive, kill_pids, wait_gone
+from slurm_local import squeue_ids, wait_job_gone, wait_job_running
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import nbcluster as tf
-from process_checks import alive, kill_pids, wait_gone
 from nbcluster.launch import Cluster, LaunchError, child_env, free_ports
 from nbcluster.launch.process import _PACKAGE_ROOT
+
+from process_checks import alive, kill_pids, wait_gone
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from nbcluster.launch import Cluster, LaunchError, record_stop, records
+
 from process_checks import alive, wait_gone
 
 pytestmark = pytest.mark.timeout(90)

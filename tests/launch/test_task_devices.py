@@ -12,6 +12,7 @@ from nbcluster.launch.ssh import SSHLauncher
 from nbcluster.launch.startup import Task, start_task
 from nbcluster.launch.status import StatusClient
 from nbcluster.launch.task_devices import TaskDevices, task_devices
+
 from process_checks import wait_gone
 
 pytestmark = pytest.mark.timeout(120)

@@ -10,7 +10,6 @@ import json
 import logging
 import sys
 
-
 import nbcluster as tf
 from nbcluster.examples.mlp import build_mlp
 from nbcluster.examples.synthetic import Batches, mnist_like

@@ -13,6 +13,7 @@ import pytest
 
 from nbcluster.launch import child_env
 from nbcluster.launch.process import free_ports
+
 from process_checks import kill_pids
 
 pytestmark = pytest.mark.timeout(240)

@@ -3,9 +3,9 @@ import time
 
 import numpy as np
 import pytest
+from op_checks import in_thread
 
 import nbcluster as tf
-from op_checks import in_thread
 from nbcluster.grad import registry
 
 pytestmark = pytest.mark.timeout(60)

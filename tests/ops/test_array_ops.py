@@ -1,12 +1,11 @@
 """Array ops against numpy: Const, Identity, placeholders, ConcatV2 and Pack."""
 import numpy as np
 import pytest
+from op_checks import ARRAY_DTYPES, run, sample_any
 
 import nbcluster as tf
-from nbcluster.runtime.kernel_table import get_kernel_factory
 from nbcluster.runtime.devices import local_devices
-
-from op_checks import ARRAY_DTYPES, run, sample_any
+from nbcluster.runtime.kernel_table import get_kernel_factory
 
 pytestmark = pytest.mark.timeout(60)
 

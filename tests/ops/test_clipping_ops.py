@@ -3,10 +3,9 @@ Maximum, as TF 1.15 builds it), clip_by_norm, global_norm, clip_by_global_norm;
 their gradients where clipped and not, and their errors."""
 import numpy as np
 import pytest
+from op_checks import check, run, sample
 
 import nbcluster as tf
-
-from op_checks import check, run, sample
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -1,10 +1,9 @@
 """Fill ops against numpy: tf.zeros, ones, fill, zeros_like, ones_like (Const or Fill)."""
 import numpy as np
 import pytest
+from op_checks import ARRAY_DTYPES, run, sample_any
 
 import nbcluster as tf
-
-from op_checks import ARRAY_DTYPES, run, sample_any
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -2,10 +2,9 @@
 backward ops ReluGrad, SigmoidGrad and TanhGrad, against numpy."""
 import numpy as np
 import pytest
+from op_checks import check, run, sample
 
 import nbcluster as tf
-
-from op_checks import check, run, sample
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -3,11 +3,10 @@ UnsortedSegmentSum, OneHot, Select (TF1's where), Where and boolean_mask; static
 shapes, and build- and run-time errors that name the bad value."""
 import numpy as np
 import pytest
+from op_checks import ARRAY_DTYPES, run, sample_any
 
 import nbcluster as tf
 from nbcluster import errors
-
-from op_checks import ARRAY_DTYPES, run, sample_any
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -5,10 +5,10 @@ import zipfile
 
 import numpy as np
 import pytest
+from op_checks import run
 
 import nbcluster as tf
 from nbcluster.ops import io as io_ops
-from op_checks import run
 
 pytestmark = pytest.mark.timeout(60)
 

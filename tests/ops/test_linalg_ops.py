@@ -2,11 +2,10 @@
 build-time errors, and the `@` operator."""
 import numpy as np
 import pytest
+from op_checks import check, run, sample
 
 import nbcluster as tf
 from nbcluster.ops import linalg
-
-from op_checks import check, run, sample
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -3,11 +3,10 @@ LogicalOr, LogicalNot, logical_xor (composite), IsNan, IsInf, IsFinite; static
 shapes, broadcasting, dtype errors, and that none of them is differentiable."""
 import numpy as np
 import pytest
+from op_checks import run, sample_any
 
 import nbcluster as tf
 from nbcluster.grad import registry
-
-from op_checks import run, sample_any
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -5,13 +5,12 @@ import warnings
 
 import numpy as np
 import pytest
+from op_checks import check, run, sample
 
 import nbcluster as tf
 from nbcluster import errors
 from nbcluster.ops import math as m
 from nbcluster.ops import reduction as r
-
-from op_checks import check, run, sample
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -5,10 +5,11 @@ when one half is missing. It loads every module of both packages, so it
 covers families it does not name.
 """
 import pytest
-from op_families import load_every_op_family
 
 from nbcluster.framework.op_registry import registered_ops
 from nbcluster.runtime.kernel_table import registered_kernels
+
+from op_families import load_every_op_family
 
 pytestmark = pytest.mark.timeout(60)
 

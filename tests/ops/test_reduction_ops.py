@@ -2,12 +2,11 @@
 Session, static shapes and dtypes, and build-time and run-time errors."""
 import numpy as np
 import pytest
+from op_checks import check, run, sample
 
 import nbcluster as tf
 from nbcluster import errors
 from nbcluster.ops import reduction as m
-
-from op_checks import check, run, sample
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -1,11 +1,10 @@
 """Shape ops against numpy: Reshape, Transpose, ExpandDims, Squeeze, Shape, Size, Rank."""
 import numpy as np
 import pytest
+from op_checks import ARRAY_DTYPES, run, sample_any
 
 import nbcluster as tf
 from nbcluster.ops.shapes import rank, size
-
-from op_checks import ARRAY_DTYPES, run, sample_any
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -3,12 +3,11 @@ InvertPermutation, BroadcastGradientArgs and ConcatOffset; static shapes, and
 build- and run-time errors."""
 import numpy as np
 import pytest
+from op_checks import run, sample
 
 import nbcluster as tf
 from nbcluster import errors
 from nbcluster.ops import slicing
-
-from op_checks import run, sample
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -4,10 +4,10 @@ import wave
 
 import numpy as np
 import pytest
+from op_checks import run
 
 import nbcluster as tf
 from nbcluster.kernels.summary import bucket_limits
-from op_checks import run
 
 pytestmark = pytest.mark.timeout(60)
 

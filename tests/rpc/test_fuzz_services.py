@@ -19,11 +19,12 @@ import pytest
 
 hypothesis = pytest.importorskip("hypothesis", reason="pip install hypothesis (the dev extra)")
 import grpc  # noqa: E402
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 from nbcluster.launch import child_env  # noqa: E402
-from nbcluster.server import parse_ready_line  # noqa: E402
 from nbcluster.proto import graph_pb2, master_pb2, worker_pb2  # noqa: E402
+from nbcluster.server import parse_ready_line  # noqa: E402
 
 EXAMPLES = int(os.environ.get("NBCLUSTER_FUZZ_EXAMPLES", "30"))
 pytestmark = pytest.mark.timeout(max(300, EXAMPLES // 5))

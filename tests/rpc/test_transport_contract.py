@@ -8,9 +8,9 @@ import pytest
 
 import nbcluster as tf
 from nbcluster import errors
-from nbcluster.distributed.rendezvous import make_key
-from nbcluster.distributed.transport import InProcessWorkerClient
 from nbcluster.launch import free_ports
+from nbcluster.master_worker.rendezvous import make_key
+from nbcluster.master_worker.transport import InProcessWorkerClient
 from nbcluster.rpc import peers
 from nbcluster.rpc.grpc_transport.master_client import GrpcMasterClient
 from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient

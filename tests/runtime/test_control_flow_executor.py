@@ -20,8 +20,8 @@ pytestmark = pytest.mark.timeout(60)
 
 @pytest.fixture(autouse=True, scope="module")
 def kernels():
-    from nbcluster.distributed import send_recv  # noqa: F401 - the fetches' _Send
     from nbcluster.kernels import load_all
+    from nbcluster.master_worker import send_recv  # noqa: F401 - the fetches' _Send
     load_all()
 
 

@@ -13,6 +13,7 @@ import pytest
 import nbcluster as tf
 from nbcluster.launch.process import free_ports, share_blas_threads
 from nbcluster.runtime import math_threads
+
 from process_checks import kill_pids
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,6 +12,7 @@ import pytest
 from nbcluster.launch import child_env
 from nbcluster.runtime import thread_pool
 from nbcluster.runtime.thread_pool import DaemonPool
+
 from process_checks import kill_pids, wait_gone
 
 pytestmark = pytest.mark.timeout(120)

@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Optional
 
 from nbcluster.framework.tensor_shape import TensorShape
-from nbcluster.ops.partitioned_variables import (min_max_variable_partitioner,
-                                                 variable_axis_size_partitioner)
+from nbcluster.ops.partitioned_variables import (
+    min_max_variable_partitioner,
+    variable_axis_size_partitioner,
+)
 
 
 class Partitioner:

@@ -7,9 +7,9 @@ Run one line per task, in any order:
   python howto_trainer.py --ps_hosts=127.0.0.1:2222 --worker_hosts=127.0.0.1:2223,127.0.0.1:2224 --job_name=worker --task_index=0
   python howto_trainer.py --ps_hosts=127.0.0.1:2222 --worker_hosts=127.0.0.1:2223,127.0.0.1:2224 --job_name=worker --task_index=1
 """
+import mnist_data
 import numpy as np
 
-import mnist_data
 import nbcluster as tf
 
 flags = tf.app.flags

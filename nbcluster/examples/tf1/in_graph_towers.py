@@ -11,9 +11,9 @@ Run the ps and workers, then the client, in any order:
 """
 import argparse
 
+import mnist_data
 import numpy as np
 
-import mnist_data
 import nbcluster as tf
 
 

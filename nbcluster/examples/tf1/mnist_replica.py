@@ -11,6 +11,7 @@ import math
 import time
 
 import mnist_data
+
 import nbcluster as tf
 
 flags = tf.app.flags

@@ -13,9 +13,9 @@ import glob
 import os
 import sys
 
+import mnist_data
 import numpy as np
 
-import mnist_data
 import nbcluster as tf
 
 FLAGS = None

@@ -8,9 +8,9 @@ Run one process per task, in any order, each with its own TF_CONFIG (task types
 "chief", "ps", "worker"), e.g.:
   TF_CONFIG='{"cluster": {"chief": ["127.0.0.1:2221"], "ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223", "127.0.0.1:2224"]}, "task": {"type": "ps", "index": 0}}' python tf2_coordinator.py
 """
+import mnist_data
 import numpy as np
 
-import mnist_data
 import nbcluster as tf
 
 

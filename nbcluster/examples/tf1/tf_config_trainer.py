@@ -9,9 +9,9 @@ Run one process per task, in any order, each with its own TF_CONFIG, e.g.:
 """
 import time
 
+import mnist_data
 import numpy as np
 
-import mnist_data
 import nbcluster as tf
 
 

@@ -17,11 +17,16 @@ import ipywidgets as widgets
 
 from nbcluster import errors, progress
 from nbcluster.jupyter.widgets import builder_model as model
-from nbcluster.jupyter.widgets import builder_text
-from nbcluster.jupyter.widgets import snapshot
-from nbcluster.jupyter.widgets.builder_controls import (ActionBar, GeneratedTabs, LauncherForm,
-                                                        close_all, job_panel, start_progress,
-                                                        ticking)
+from nbcluster.jupyter.widgets import builder_text, snapshot
+from nbcluster.jupyter.widgets.builder_controls import (
+    ActionBar,
+    GeneratedTabs,
+    LauncherForm,
+    close_all,
+    job_panel,
+    start_progress,
+    ticking,
+)
 from nbcluster.launch import Cluster, LaunchError
 
 ROOT_CLASS = "nbcluster-builder"

@@ -18,8 +18,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from nbcluster.jupyter.widgets.dashboard_usage import (UsageHistory, format_cpu,
-                                                       sparkline_svg)
+from nbcluster.jupyter.widgets.dashboard_usage import UsageHistory, format_cpu, sparkline_svg
 from nbcluster.jupyter.widgets.units import format_bytes
 
 RUNNING = ("up", "starting", "pending")  # states of a task that is (or will be) there

@@ -17,10 +17,14 @@ import traitlets
 import nbcluster as tf
 from nbcluster.jupyter.widgets import STATIC, snapshot
 from nbcluster.jupyter.widgets.placement_metadata import from_run_metadata
-from nbcluster.jupyter.widgets.placement_model import (CLIENT, Placement, fetch_names,
-                                                       from_graph, prune)
-from nbcluster.jupyter.widgets.placement_scopes import (DEFAULT_BUDGET, DEFAULT_THRESHOLD,
-                                                        view_data)
+from nbcluster.jupyter.widgets.placement_model import (
+    CLIENT,
+    Placement,
+    fetch_names,
+    from_graph,
+    prune,
+)
+from nbcluster.jupyter.widgets.placement_scopes import DEFAULT_BUDGET, DEFAULT_THRESHOLD, view_data
 from nbcluster.jupyter.widgets.units import format_bytes
 
 RANKDIRS = ("TB", "LR", "BT", "RL")

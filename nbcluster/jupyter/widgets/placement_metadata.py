@@ -13,8 +13,19 @@ from typing import Optional
 import nbcluster as tf
 from nbcluster.framework.node import parse_input
 from nbcluster.jupyter.widgets.placement_model import (
-    CLIENT, FETCH_PREFIX, SEND_RECV, OpInfo, Placement, StepStatsIndex, Transfer, attr_str,
-    canonical_device, nbytes_of, shape_str, static_dims)
+    CLIENT,
+    FETCH_PREFIX,
+    SEND_RECV,
+    OpInfo,
+    Placement,
+    StepStatsIndex,
+    Transfer,
+    attr_str,
+    canonical_device,
+    nbytes_of,
+    shape_str,
+    static_dims,
+)
 
 
 def from_run_metadata(run_metadata, graph: Optional["tf.Graph"] = None) -> Placement:

@@ -18,10 +18,21 @@ import numpy as np
 from nbcluster.errors import DataLossError, InvalidArgumentError
 from nbcluster.framework.tensor_size import check_shape
 from nbcluster.rpc.codec import wire
-from nbcluster.rpc.codec.tensor_values import (BY_ENUM, CONTENT_FIELD, DIM_FIELD, DIM_SIZE_FIELD,
-                                               DTYPE_FIELD, NAME_FIELD, SHAPE_FIELD, TENSOR_FIELD,
-                                               UNKNOWN_RANK_FIELD, allocating, fill_to_shape,
-                                               strings_from_content, typed_values)
+from nbcluster.rpc.codec.tensor_values import (
+    BY_ENUM,
+    CONTENT_FIELD,
+    DIM_FIELD,
+    DIM_SIZE_FIELD,
+    DTYPE_FIELD,
+    NAME_FIELD,
+    SHAPE_FIELD,
+    TENSOR_FIELD,
+    UNKNOWN_RANK_FIELD,
+    allocating,
+    fill_to_shape,
+    strings_from_content,
+    typed_values,
+)
 
 
 def decode_tensor(buf) -> np.ndarray:

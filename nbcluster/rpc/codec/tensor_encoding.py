@@ -22,9 +22,18 @@ import numpy as np
 
 from nbcluster.errors import InvalidArgumentError
 from nbcluster.rpc.codec import wire
-from nbcluster.rpc.codec.tensor_values import (CONTENT_FIELD, DIM_FIELD, DIM_SIZE_FIELD,
-                                               DTYPE_FIELD, ENUM_BY_NP, NAME_FIELD, SHAPE_FIELD,
-                                               STRING_ENUM, STRING_VAL_FIELD, TENSOR_FIELD)
+from nbcluster.rpc.codec.tensor_values import (
+    CONTENT_FIELD,
+    DIM_FIELD,
+    DIM_SIZE_FIELD,
+    DTYPE_FIELD,
+    ENUM_BY_NP,
+    NAME_FIELD,
+    SHAPE_FIELD,
+    STRING_ENUM,
+    STRING_VAL_FIELD,
+    TENSOR_FIELD,
+)
 
 
 def encode_tensor(array) -> list:

@@ -7,8 +7,8 @@ from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.proto import config_pb2, master_pb2, master_pb2_grpc
 from nbcluster.rpc.grpc_transport import channels
-from nbcluster.rpc.grpc_transport.master_service import RUN_STEP_REQUEST, RUN_STEP_RESPONSE, SERVICE
 from nbcluster.rpc.grpc_transport.calls import calling
+from nbcluster.rpc.grpc_transport.master_service import RUN_STEP_REQUEST, RUN_STEP_RESPONSE, SERVICE
 from nbcluster.rpc.grpc_transport.streaming import TensorStub
 
 _CONTROL_TIMEOUT = 60.0
@@ -62,8 +62,7 @@ class GrpcMasterClient:
                 None, None, f"The master at {self._peer} did not answer CreateSession within "
                             f"{timeout:g}s: is its task up?") from None
         except errors.UnimplementedError:
-            from nbcluster.rpc.grpc_transport.tensorflow_master_client import (
-                TensorFlowMasterClient)
+            from nbcluster.rpc.grpc_transport.tensorflow_master_client import TensorFlowMasterClient
             self._tensorflow = TensorFlowMasterClient(self.address, timeout,
                                                       self._timeout(_STEP_TIMEOUT))
             return self._tensorflow.create_session(req)

@@ -5,11 +5,11 @@ from typing import Optional
 
 import grpc
 
-from nbcluster.distributed.master import CallerWatch
 from nbcluster.framework.graph_def import nodes_from_proto
+from nbcluster.master_worker.master import CallerWatch
 from nbcluster.proto import master_pb2
-from nbcluster.rpc.grpc_transport.handlers import proto_handler
 from nbcluster.rpc.codec.messages import Layout
+from nbcluster.rpc.grpc_transport.handlers import proto_handler
 from nbcluster.rpc.grpc_transport.streaming import PendingResponses, pull_method, tensor_methods
 from nbcluster.rpc.serving import serve_run_step
 

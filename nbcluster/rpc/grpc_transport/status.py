@@ -5,7 +5,6 @@ status; the node name travels in trailing metadata.
 """
 from __future__ import annotations
 
-
 import grpc
 
 from nbcluster import errors

@@ -33,8 +33,8 @@ import grpc
 
 from nbcluster import errors
 from nbcluster.rpc.codec import chunked, messages
-from nbcluster.rpc.grpc_transport.handlers import run_safely, unary
 from nbcluster.rpc.codec.messages import Layout
+from nbcluster.rpc.grpc_transport.handlers import run_safely, unary
 
 PULL_METHOD = "PullResponse"
 PULL_KEY = "nbcluster-pull"

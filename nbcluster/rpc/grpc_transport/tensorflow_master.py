@@ -20,8 +20,8 @@ import threading
 import grpc
 
 from nbcluster import errors
-from nbcluster.distributed.master import CallerWatch
 from nbcluster.framework.graph_def import nodes_from_proto
+from nbcluster.master_worker.master import CallerWatch
 from nbcluster.proto import master_pb2
 from nbcluster.rpc.codec import messages
 from nbcluster.rpc.codec.messages import Layout

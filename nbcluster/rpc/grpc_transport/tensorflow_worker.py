@@ -19,8 +19,8 @@ import threading
 import grpc
 
 from nbcluster import errors
-from nbcluster.distributed.rendezvous import make_key
 from nbcluster.framework.graph_def import nodes_from_proto
+from nbcluster.master_worker.rendezvous import make_key
 from nbcluster.proto import worker_pb2
 from nbcluster.rpc.codec import messages
 from nbcluster.rpc.codec.messages import Layout

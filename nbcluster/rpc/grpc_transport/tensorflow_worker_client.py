@@ -14,10 +14,10 @@ import threading
 from typing import Optional
 
 from nbcluster import errors
-from nbcluster.distributed.rendezvous import attr_incarnation, make_key
-from nbcluster.distributed.transport import RunGraphResult
 from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.graph_def import nodes_to_proto
+from nbcluster.master_worker.rendezvous import attr_incarnation, make_key
+from nbcluster.master_worker.transport import RunGraphResult
 from nbcluster.proto import worker_pb2
 from nbcluster.rpc.codec import messages
 from nbcluster.rpc.codec.messages import Layout

@@ -8,16 +8,20 @@ import grpc
 
 from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_to_proto
-from nbcluster.distributed.transport import RunGraphResult
+from nbcluster.master_worker.transport import RunGraphResult
 from nbcluster.proto import worker_pb2, worker_pb2_grpc
-from nbcluster.rpc.grpc_transport import channels
 from nbcluster.rpc.codec import messages
+from nbcluster.rpc.grpc_transport import channels
 from nbcluster.rpc.grpc_transport.calls import calling
 from nbcluster.rpc.grpc_transport.streaming import TensorStub
-from nbcluster.rpc.grpc_transport.worker_service import (RECV_TENSOR_REQUEST,
-                                                         RECV_TENSOR_RESPONSE, RECV_TENSORS,
-                                                         RUN_GRAPH_REQUEST, RUN_GRAPH_RESPONSE,
-                                                         SERVICE)
+from nbcluster.rpc.grpc_transport.worker_service import (
+    RECV_TENSOR_REQUEST,
+    RECV_TENSOR_RESPONSE,
+    RECV_TENSORS,
+    RUN_GRAPH_REQUEST,
+    RUN_GRAPH_RESPONSE,
+    SERVICE,
+)
 
 _CONTROL_TIMEOUT = 30.0
 STEP_TIMEOUT = 24 * 3600.0
@@ -88,8 +92,7 @@ class GrpcWorkerClient:
     def _turned_out_tensorflow(self):
         """The task is real TensorFlow: every call from now on speaks its dialect."""
         if self._tf is None:
-            from nbcluster.rpc.grpc_transport.tensorflow_worker_client import (
-                TensorFlowWorkerClient)
+            from nbcluster.rpc.grpc_transport.tensorflow_worker_client import TensorFlowWorkerClient
             self._tf = TensorFlowWorkerClient(self.address)
         return self._tf
 

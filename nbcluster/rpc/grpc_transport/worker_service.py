@@ -9,9 +9,9 @@ from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_from_proto
 from nbcluster.proto import worker_pb2
 from nbcluster.rpc.codec import chunked, messages
+from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport import status
 from nbcluster.rpc.grpc_transport.handlers import proto_handler, run_safely, timeout_of
-from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport.streaming import PendingResponses, pull_method, tensor_methods
 from nbcluster.rpc.grpc_transport.wait_slots import WaitSlots
 from nbcluster.rpc.serving import serve_recv_tensor, serve_recv_tensors, serve_run_graph

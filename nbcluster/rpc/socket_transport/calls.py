@@ -2,11 +2,11 @@
 
 Rules: the small fields travel as the serialized request / response message
 with its tensor fields left empty; the tensors (RunGraph's sends and
-fetches, RunStep's feeds and fetches) travel as `data_plane_wire` batch
+fetches, RunStep's feeds and fetches) travel as `frames` batch
 frames (raw array bytes, never a protobuf `bytes` field); nothing is
 pickled. A frame that does not parse raises DataLossError naming the bad value.
 
-Layout (little-endian; see `data_plane_wire` for batch and error frames):
+Layout (little-endian; see `frames` for batch and error frames):
 
     request = "NBDP" u8 kind, i64 step_id (RunStep: 0), f64 timeout (< 0: none),
               u32 control_len, the request message (no tensors), then one batch
@@ -38,7 +38,7 @@ def encode_request(kind: int, request, feeds: list, timeout: Optional[float]) ->
       feeds: [(name, ndarray)], sent as raw batch entries.
       timeout: seconds the callee may take, None for no limit.
     Returns:
-      bytes and array views for `data_plane_wire.send_all`.
+      bytes and array views for `frames.send_all`.
     """
     control = request.SerializeToString()
     step_id = request.step_id if kind == RUN_GRAPH else 0
@@ -48,7 +48,7 @@ def encode_request(kind: int, request, feeds: list, timeout: Optional[float]) ->
 
 def read_request(reader: wire.FrameReader, kind: int, step_id: int, control: bytes) -> tuple:
     """(request message, [(name, ndarray)]): the rest of a request whose head
-    `data_plane_wire.read_request` read (`control`: its message's bytes).
+    `frames.read_request` read (`control`: its message's bytes).
 
     Raises:
       DataLossError: the message or the feeds are malformed, or a RunGraph

@@ -21,11 +21,19 @@ from typing import Callable, Optional
 
 from nbcluster import errors
 from nbcluster.rpc.grpc_transport import tokens
-from nbcluster.rpc.socket_transport import calls, frames as wire
-from nbcluster.rpc.socket_transport.connections import (ENV, PROBE_S, Conn, alive,  # noqa: F401
-                                                        await_reply, enabled, socket_name)
-from nbcluster.rpc.socket_transport.handshake import hello
 from nbcluster.rpc.peer_status import remote_error
+from nbcluster.rpc.socket_transport import calls
+from nbcluster.rpc.socket_transport import frames as wire
+from nbcluster.rpc.socket_transport.connections import (  # noqa: F401
+    ENV,
+    PROBE_S,
+    Conn,
+    alive,
+    await_reply,
+    enabled,
+    socket_name,
+)
+from nbcluster.rpc.socket_transport.handshake import hello
 
 _IDLE_PER_PEER = 4
 NOT_SERVED = object()  # `recv_tensor`'s answer when the data plane cannot ask the peer

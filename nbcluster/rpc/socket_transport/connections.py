@@ -1,6 +1,6 @@
 """Same-host data-plane connections: a server's socket name, one pooled connection, its liveness.
 
-Rule: no request logic here (that is `data_plane_client`); only naming,
+Rule: no request logic here (that is `client`); only naming,
 per-request cancellation of a connection, and whether it is still usable.
 """
 from __future__ import annotations

@@ -11,7 +11,7 @@ Layout (little-endian; a connection carries one request at a time):
               kind 1 (STREAM): the keys, batched as they are produced (RecvTensors)
               kind 2 (SINGLE): the one key (RecvTensor)
               kind 3 (RUN_GRAPH), 4 (RUN_STEP): nkeys is the length of the
-              control bytes that follow; `data_plane_calls` has the rest of those
+              control bytes that follow; `calls` has the rest of those
     reply   = batch ... until every key came, or one error frame
     batch   = "B" u32 count, u32 headers_len, count * header, then the payloads in order
     header  = u32 key_len, key utf-8, u8 form, u64 nbytes, then for form 0:

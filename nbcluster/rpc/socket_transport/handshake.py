@@ -21,8 +21,8 @@ import time
 from typing import Optional
 
 from nbcluster import errors
-from nbcluster.rpc.socket_transport import frames as wire
 from nbcluster.rpc.grpc_transport.tokens import ENV, FILE_ENV
+from nbcluster.rpc.socket_transport import frames as wire
 
 HELLO_S = 10.0  # a connection that says nothing for this long is closed
 _HELLO = struct.Struct("<4sI")

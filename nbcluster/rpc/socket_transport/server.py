@@ -19,12 +19,18 @@ import threading
 from typing import Optional
 
 from nbcluster import errors
-from nbcluster.distributed.master import CallerWatch
-from nbcluster.rpc.socket_transport import calls, frames as wire, shm_blocks as shm
+from nbcluster.master_worker.master import CallerWatch
+from nbcluster.rpc.serving import (
+    serve_recv_tensor,
+    serve_recv_tensors,
+    serve_run_graph,
+    serve_run_step,
+)
+from nbcluster.rpc.socket_transport import calls
+from nbcluster.rpc.socket_transport import frames as wire
+from nbcluster.rpc.socket_transport import shm_blocks as shm
 from nbcluster.rpc.socket_transport.connections import enabled, socket_name
 from nbcluster.rpc.socket_transport.handshake import server_handshake
-from nbcluster.rpc.serving import (serve_recv_tensor, serve_recv_tensors, serve_run_graph,
-                                   serve_run_step)
 
 log = logging.getLogger("nbcluster.rpc")
 _JOIN_S = 5.0

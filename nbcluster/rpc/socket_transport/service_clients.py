@@ -11,8 +11,12 @@ from __future__ import annotations
 from typing import Optional
 
 from nbcluster.rpc.grpc_transport.master_client import GrpcMasterClient, run_step_result
-from nbcluster.rpc.grpc_transport.worker_client import (STEP_TIMEOUT, GrpcWorkerClient,
-                                                        run_graph_request, run_graph_result)
+from nbcluster.rpc.grpc_transport.worker_client import (
+    STEP_TIMEOUT,
+    GrpcWorkerClient,
+    run_graph_request,
+    run_graph_result,
+)
 from nbcluster.rpc.socket_transport.calls import RUN_GRAPH, RUN_STEP
 from nbcluster.rpc.socket_transport.client import NOT_SERVED, DataPlanePeer
 

@@ -8,6 +8,7 @@ from IPython.utils.capture import capture_output
 from nbcluster.jupyter.cluster_body import parse_cluster_body
 from nbcluster.jupyter.widgets import ClusterBuilder
 from nbcluster.launch import Cluster
+
 from process_checks import wait_gone
 
 pytestmark = pytest.mark.timeout(180)

@@ -15,6 +15,7 @@ import nbcluster as tf
 from nbcluster.jupyter.widgets import ClusterBuilder
 from nbcluster.jupyter.widgets.dashboard import ClusterDashboard
 from nbcluster.launch import LaunchError
+
 from process_checks import alive, kill_pids, process_table, wait_gone
 
 pytestmark = pytest.mark.timeout(180)

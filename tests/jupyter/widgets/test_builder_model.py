@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from nbcluster.jupyter.cluster_body import parse_cluster_body
 from nbcluster.jupyter.arguments import build_parser, parse_line
+from nbcluster.jupyter.cluster_body import parse_cluster_body
 from nbcluster.jupyter.widgets import builder_model as model
 from nbcluster.jupyter.widgets import builder_text
 

@@ -10,6 +10,7 @@ from IPython.utils.capture import capture_output
 import nbcluster as tf
 from nbcluster.jupyter.widgets import ClusterBuilder
 from nbcluster.launch.process import _PACKAGE_ROOT
+
 from process_checks import kill_pids, wait_gone
 
 pytestmark = pytest.mark.timeout(180)

@@ -8,10 +8,10 @@ import time
 import numpy as np
 import pytest
 
-from cluster_graphs import ps_matmul_step
-
 from nbcluster.jupyter.widgets import ClusterDashboard
 from nbcluster.jupyter.widgets.units import format_bytes
+
+from cluster_graphs import ps_matmul_step
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -6,7 +6,12 @@ import dataclasses
 import pytest
 
 from nbcluster.jupyter.widgets.dashboard_model import (
-    DashboardModel, derive_state, exit_text, format_devices, format_uptime)
+    DashboardModel,
+    derive_state,
+    exit_text,
+    format_devices,
+    format_uptime,
+)
 from nbcluster.launch.status import TaskStatus
 
 pytestmark = pytest.mark.timeout(30)

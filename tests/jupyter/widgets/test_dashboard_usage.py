@@ -5,9 +5,15 @@ import re
 
 import pytest
 
-from nbcluster.jupyter.widgets.dashboard_usage import (SAMPLE_EVERY_S, SAMPLES, SPARK_HEIGHT,
-                                                       SPARK_WIDTH, UsageHistory, format_cpu,
-                                                       sparkline_svg)
+from nbcluster.jupyter.widgets.dashboard_usage import (
+    SAMPLE_EVERY_S,
+    SAMPLES,
+    SPARK_HEIGHT,
+    SPARK_WIDTH,
+    UsageHistory,
+    format_cpu,
+    sparkline_svg,
+)
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -5,10 +5,11 @@ import json
 
 import numpy as np
 import pytest
-from cluster_graphs import three_task_graph
 
 import nbcluster as tf
 from nbcluster.jupyter.widgets.placement import PlacementView
+
+from cluster_graphs import three_task_graph
 
 pytestmark = pytest.mark.timeout(120)
 

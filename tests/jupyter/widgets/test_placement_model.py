@@ -7,8 +7,7 @@ import pytest
 import nbcluster as tf
 from nbcluster.jupyter.widgets.devices import UNPLACED, color_of
 from nbcluster.jupyter.widgets.placement_metadata import from_run_metadata
-from nbcluster.jupyter.widgets.placement_model import (CLIENT, fetch_names,
-                                                       from_graph, prune)
+from nbcluster.jupyter.widgets.placement_model import CLIENT, fetch_names, from_graph, prune
 from nbcluster.jupyter.widgets.placement_scopes import device_chain, view_data
 
 pytestmark = pytest.mark.timeout(60)

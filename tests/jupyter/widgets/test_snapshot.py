@@ -10,6 +10,7 @@ from IPython.utils.capture import capture_output
 
 import nbcluster as tf
 from nbcluster.jupyter.widgets import ClusterBuilder, ClusterDashboard, PlacementView, snapshot
+
 from process_checks import wait_gone
 
 pytestmark = pytest.mark.timeout(120)

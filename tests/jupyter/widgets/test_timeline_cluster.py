@@ -5,12 +5,13 @@ import time
 
 import numpy as np
 import pytest
-from cluster_graphs import three_task_graph
 from test_chrome_trace import check_trace
 
 import nbcluster as tf
 from nbcluster.jupyter.widgets import timeline_model
 from nbcluster.jupyter.widgets.timeline import Timeline
+
+from cluster_graphs import three_task_graph
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from nbcluster import errors
-from nbcluster.distributed.rendezvous import make_key
-from nbcluster.distributed.worker import Worker
+from nbcluster.master_worker.rendezvous import make_key
+from nbcluster.master_worker.worker import Worker
 from nbcluster.proto import worker_pb2
 from nbcluster.rpc.grpc_transport.streaming import PendingResponses
 from nbcluster.rpc.grpc_transport.wait_slots import WaitSlots, peer_host

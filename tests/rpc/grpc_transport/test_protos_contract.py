@@ -5,8 +5,7 @@ import pytest
 from nbcluster.proto import master_pb2, tensorflow_services_pb2, worker_pb2
 from nbcluster.rpc.grpc_transport.master_service import master_handler
 from nbcluster.rpc.grpc_transport.tensorflow_master import tensorflow_master_handler
-from nbcluster.rpc.grpc_transport.tensorflow_worker import (NOT_SERVED,
-                                                            tensorflow_worker_handler)
+from nbcluster.rpc.grpc_transport.tensorflow_worker import NOT_SERVED, tensorflow_worker_handler
 from nbcluster.rpc.grpc_transport.worker_service import worker_handler
 
 pytestmark = pytest.mark.timeout(30)

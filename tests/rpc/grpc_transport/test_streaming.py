@@ -15,8 +15,8 @@ import pytest
 import nbcluster as tf
 from nbcluster import errors
 from nbcluster.proto import master_pb2
-from nbcluster.rpc.grpc_transport import channels
 from nbcluster.rpc.codec import chunked
+from nbcluster.rpc.grpc_transport import channels
 from nbcluster.rpc.grpc_transport.master_service import RUN_STEP_REQUEST
 from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
 from nbcluster.rpc.grpc_transport.worker_service import worker_handler
@@ -35,7 +35,7 @@ class EchoWorker:
         self.value = None
 
     def run_graph(self, session, graph, step_id, sends, fetches, timeout, stats, graphs):
-        from nbcluster.distributed.transport import RunGraphResult
+        from nbcluster.master_worker.transport import RunGraphResult
         return RunGraphResult({key: sends[key] for key in fetches})
 
     def recv_tensor(self, step_id, key, timeout, stopped=None):

@@ -11,12 +11,13 @@ import pytest
 
 import nbcluster as tf
 from nbcluster import errors
-from nbcluster.distributed.rendezvous import make_key
 from nbcluster.launch import free_ports
-from nbcluster.rpc.socket_transport import (client as data_plane_client,
-                                            frames as wire, handshake as data_plane_handshake)
+from nbcluster.master_worker.rendezvous import make_key
 from nbcluster.rpc import peers
 from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
+from nbcluster.rpc.socket_transport import client as data_plane_client
+from nbcluster.rpc.socket_transport import frames as wire
+from nbcluster.rpc.socket_transport import handshake as data_plane_handshake
 from nbcluster.runtime.step import CancellationManager
 
 pytestmark = pytest.mark.timeout(60)
@@ -274,8 +275,9 @@ def test_grpc_only_when_turned_off(monkeypatch):
 
 
 def test_task_processes_train_over_the_data_plane():
-    from cluster_graphs import ps_matmul_step
     from nbcluster.launch import Cluster
+
+    from cluster_graphs import ps_matmul_step
     cluster = Cluster.local(ps=1, worker=2)
     try:
         ports = [int(cluster.spec.task_address(j, i).rsplit(":", 1)[1])

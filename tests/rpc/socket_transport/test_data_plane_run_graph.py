@@ -14,11 +14,13 @@ import nbcluster as tf
 from nbcluster import errors
 from nbcluster.launch import free_ports
 from nbcluster.proto import config_pb2, worker_pb2
-from nbcluster.rpc.socket_transport import (calls as frames, client as data_plane_client,
-                                            connections as data_plane_connections, frames as wire,
-                                            handshake as data_plane_handshake)
 from nbcluster.rpc import peers
 from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
+from nbcluster.rpc.socket_transport import calls as frames
+from nbcluster.rpc.socket_transport import client as data_plane_client
+from nbcluster.rpc.socket_transport import connections as data_plane_connections
+from nbcluster.rpc.socket_transport import frames as wire
+from nbcluster.rpc.socket_transport import handshake as data_plane_handshake
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -12,8 +12,9 @@ import nbcluster as tf
 from nbcluster import errors
 from nbcluster.proto import master_pb2
 from nbcluster.rpc.grpc_transport import tokens
-from nbcluster.rpc.socket_transport import (calls as data_plane_calls,
-                                            frames as wire, handshake as data_plane_handshake)
+from nbcluster.rpc.socket_transport import calls as data_plane_calls
+from nbcluster.rpc.socket_transport import frames as wire
+from nbcluster.rpc.socket_transport import handshake as data_plane_handshake
 from nbcluster.rpc.socket_transport.client import DataPlanePeer
 from nbcluster.rpc.socket_transport.connections import socket_name
 

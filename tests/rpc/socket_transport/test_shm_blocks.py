@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from nbcluster.launch import free_ports
-from nbcluster.rpc.socket_transport import frames as wire, shm_blocks as shm
+from nbcluster.rpc.socket_transport import frames as wire
+from nbcluster.rpc.socket_transport import shm_blocks as shm
+
 from process_checks import kill_pids, wait_gone
 
 ROOT = Path(__file__).resolve().parents[3]

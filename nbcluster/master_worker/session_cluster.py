@@ -27,7 +27,7 @@ DEFAULT_STATUS_TIMEOUT = 10.0  # seconds for GetStatus when the session sets non
 DEFAULT_FIRST_CONTACT_WAIT = 60.0
 _RETRY_S = 0.2  # between GetStatus attempts (gRPC's reconnect backoff is capped at 1 s)
 _FIRST_LOG_S, _WAIT_LOG_S = 1.0, 5.0  # when the wait is first logged, then how often
-log = logging.getLogger("nbcluster.distributed")
+log = logging.getLogger("nbcluster.master_worker")
 
 
 def task_name(task: tuple) -> str:

@@ -6,10 +6,10 @@ import pytest
 
 import nbcluster as tf
 from nbcluster import errors
-from nbcluster.distributed import master as master_module
-from nbcluster.distributed.master import Master
-from nbcluster.distributed.worker import Worker
-from nbcluster.distributed.transport import InProcessWorkerClient
+from nbcluster.master_worker import master as master_module
+from nbcluster.master_worker.master import Master
+from nbcluster.master_worker.transport import InProcessWorkerClient
+from nbcluster.master_worker.worker import Worker
 from nbcluster.runtime.devices import local_devices
 
 pytestmark = pytest.mark.timeout(60)

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import nbcluster as tf
-from nbcluster.distributed.partition import partition
-from nbcluster.distributed.rendezvous import task_of
 from nbcluster.framework.node import Node, parse_input
+from nbcluster.master_worker.partition import partition
+from nbcluster.master_worker.rendezvous import task_of
 
 A0 = "/job:a/replica:0/task:0/device:CPU:0"
 A1 = "/job:a/replica:0/task:0/device:CPU:1"

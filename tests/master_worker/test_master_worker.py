@@ -10,16 +10,16 @@ import pytest
 
 import nbcluster as tf
 from nbcluster import errors
-from nbcluster.distributed.master import Master
-from nbcluster.distributed.partition import partition
-from nbcluster.distributed.placement import place
-from nbcluster.distributed.rendezvous import StepRendezvous, make_key, parse_key
-from nbcluster.distributed.transport import InProcessWorkerClient
-from nbcluster.distributed.worker import Worker
 from nbcluster.framework.node import Node
-from nbcluster.runtime.kernel_table import has_kernel
+from nbcluster.master_worker.master import Master
+from nbcluster.master_worker.partition import partition
+from nbcluster.master_worker.placement import place
+from nbcluster.master_worker.rendezvous import StepRendezvous, make_key, parse_key
+from nbcluster.master_worker.transport import InProcessWorkerClient
+from nbcluster.master_worker.worker import Worker
 from nbcluster.proto import config_pb2
 from nbcluster.runtime.devices import local_devices
+from nbcluster.runtime.kernel_table import has_kernel
 
 pytestmark = pytest.mark.timeout(60)
 

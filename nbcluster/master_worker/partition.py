@@ -14,8 +14,8 @@ from typing import Callable
 import numpy as np
 
 from nbcluster.framework import dtypes
-from nbcluster.distributed.control_flow_partition import ControlLoops
 from nbcluster.framework.node import Node, input_ref, parse_input
+from nbcluster.master_worker.control_flow_partition import ControlLoops
 from nbcluster.runtime.control_flow_executor import needs_frames
 
 

@@ -17,9 +17,9 @@ import pytest
 
 import nbcluster as tf
 from nbcluster import errors
-from nbcluster.distributed.master import Master
-from nbcluster.distributed.worker import Worker
 from nbcluster.framework.cluster_spec import ClusterSpec
+from nbcluster.master_worker.master import Master
+from nbcluster.master_worker.worker import Worker
 from nbcluster.runtime.devices import local_devices
 
 pytestmark = pytest.mark.timeout(60)

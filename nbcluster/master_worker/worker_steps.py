@@ -5,8 +5,8 @@ import collections
 import functools
 from typing import Callable, Optional
 
-from nbcluster.distributed.rendezvous import StepRendezvous
-from nbcluster.distributed.worker_session import WorkerSession
+from nbcluster.master_worker.rendezvous import StepRendezvous
+from nbcluster.master_worker.worker_session import WorkerSession
 from nbcluster.runtime.step import CancellationManager
 
 _ENDED_MEMORY = 4096

@@ -18,19 +18,19 @@ import time
 from typing import Callable, Optional
 
 from nbcluster import errors
-from nbcluster.distributed import send_recv  # noqa: F401 - registers _Send/_Recv
-from nbcluster.distributed.partition import partition
-from nbcluster.distributed.process_usage import ProcessUsage, gpu_memory
-from nbcluster.distributed.rendezvous import task_of
-from nbcluster.distributed.step_stats import build_step_stats
-from nbcluster.distributed.tensor_receiving import TensorReceiver, prefetch_plan
-from nbcluster.distributed.tensor_serving import TensorServer
-from nbcluster.distributed.transport import RunGraphResult
-from nbcluster.distributed.worker_session import WorkerSession, propagated_session
-from nbcluster.distributed.worker_steps import StepTable
 from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.kernels import load_all
+from nbcluster.master_worker import send_recv  # noqa: F401 - registers _Send/_Recv
+from nbcluster.master_worker.partition import partition
+from nbcluster.master_worker.process_usage import ProcessUsage, gpu_memory
+from nbcluster.master_worker.rendezvous import task_of
+from nbcluster.master_worker.step_stats import build_step_stats
+from nbcluster.master_worker.tensor_receiving import TensorReceiver, prefetch_plan
+from nbcluster.master_worker.tensor_serving import TensorServer
+from nbcluster.master_worker.transport import RunGraphResult
+from nbcluster.master_worker.worker_session import WorkerSession, propagated_session
+from nbcluster.master_worker.worker_steps import StepTable
 from nbcluster.proto import worker_pb2
 from nbcluster.runtime.control_flow_executor import FrameExecutor, make_executor
 from nbcluster.runtime.math_threads import process_threads

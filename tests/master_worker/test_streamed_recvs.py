@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import nbcluster as tf
-from nbcluster.launch import free_ports
 from nbcluster import errors
+from nbcluster.launch import free_ports
 from nbcluster.proto import config_pb2
 from nbcluster.rpc.codec import chunked
 

@@ -5,9 +5,9 @@ import functools
 import time
 
 from nbcluster import errors
-from nbcluster.distributed.rendezvous import make_key, task_of
-from nbcluster.distributed.worker_session import WorkerSession
-from nbcluster.distributed.worker_steps import Step
+from nbcluster.master_worker.rendezvous import make_key, task_of
+from nbcluster.master_worker.worker_session import WorkerSession
+from nbcluster.master_worker.worker_steps import Step
 
 
 class TensorReceiver:

@@ -16,17 +16,17 @@ import numpy as np
 import pytest
 
 import nbcluster as tf
-from nbcluster.launch import free_ports
 from nbcluster import errors
-from nbcluster.distributed.master import Master
-from nbcluster.distributed.placement import place
-from nbcluster.distributed.session_cluster import intersects, match_target
-from nbcluster.distributed.worker import Worker
 from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.framework.device_spec import DeviceSpec
-from nbcluster.runtime.kernel_table import has_kernel
+from nbcluster.launch import free_ports
+from nbcluster.master_worker.master import Master
+from nbcluster.master_worker.placement import place
+from nbcluster.master_worker.session_cluster import intersects, match_target
+from nbcluster.master_worker.worker import Worker
 from nbcluster.proto import config_pb2
 from nbcluster.runtime.devices import local_devices
+from nbcluster.runtime.kernel_table import has_kernel
 
 pytestmark = pytest.mark.timeout(60)
 

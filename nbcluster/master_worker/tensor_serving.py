@@ -6,8 +6,8 @@ import time
 from typing import Callable, Optional
 
 from nbcluster import errors
-from nbcluster.distributed.rendezvous import parse_key, task_of
-from nbcluster.distributed.worker_steps import StepTable
+from nbcluster.master_worker.rendezvous import parse_key, task_of
+from nbcluster.master_worker.worker_steps import StepTable
 
 UNBEGUN_ENV = "NBCLUSTER_UNBEGUN_STEP_WAIT_S"
 _UNBEGUN_DEFAULT_S = 60.0

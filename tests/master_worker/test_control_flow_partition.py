@@ -3,8 +3,8 @@ where a frame spans partitions, and plain graphs left as they were."""
 from __future__ import annotations
 
 import nbcluster as tf
-from nbcluster.distributed.partition import partition
-from nbcluster.distributed.rendezvous import task_of
+from nbcluster.master_worker.partition import partition
+from nbcluster.master_worker.rendezvous import task_of
 
 W0 = "/job:worker/replica:0/task:0/device:CPU:0"
 W1 = "/job:worker/replica:0/task:1/device:CPU:0"

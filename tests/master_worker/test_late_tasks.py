@@ -14,9 +14,9 @@ import pytest
 
 import nbcluster as tf
 from nbcluster import errors
-from nbcluster.distributed import session_cluster
-from nbcluster.distributed.session_cluster import DeviceDirectory
 from nbcluster.launch import child_env, free_ports
+from nbcluster.master_worker import session_cluster
+from nbcluster.master_worker.session_cluster import DeviceDirectory
 from nbcluster.proto import config_pb2, worker_pb2
 from nbcluster.server import parse_ready_line
 
@@ -48,7 +48,7 @@ def quick_retries(monkeypatch):
 def test_first_listing_retries_until_the_task_answers_and_logs_whom_it_waits_for(
         quick_retries, caplog):
     client = _LateWorker(refusals=5)
-    with caplog.at_level(logging.WARNING, logger="nbcluster.distributed"):
+    with caplog.at_level(logging.WARNING, logger="nbcluster.master_worker"):
         found = DeviceDirectory(set(), first_contact_wait=30).get(("ps", 0), client, 1.0, PS)
     assert [d.name for d in found] == [f"{PS}/device:CPU:0"]
     assert client.calls == 6

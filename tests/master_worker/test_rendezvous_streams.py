@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from nbcluster import errors
-from nbcluster.distributed.rendezvous import StepRendezvous, make_key
+from nbcluster.master_worker.rendezvous import StepRendezvous, make_key
 from nbcluster.runtime.resources import ResourceMgr
 from nbcluster.runtime.step import StepContext
 

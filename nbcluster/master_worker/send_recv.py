@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from nbcluster import errors
-from nbcluster.distributed.rendezvous import make_key, task_of
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.tensor_shape import unknown_shape
 from nbcluster.kernels.control_flow import DEAD
+from nbcluster.master_worker.rendezvous import make_key, task_of
 from nbcluster.runtime.kernel_table import register_kernel
 
 

@@ -10,7 +10,7 @@ from concurrent.futures import FIRST_EXCEPTION, Executor, Future, wait
 from typing import Callable, Optional
 
 from nbcluster import errors
-from nbcluster.distributed.transport import InProcessWorkerClient
+from nbcluster.master_worker.transport import InProcessWorkerClient
 
 
 def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],

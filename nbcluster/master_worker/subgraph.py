@@ -7,9 +7,9 @@ Rule: pure functions of (nodes, feeds, fetches, targets); no I/O.
 from __future__ import annotations
 
 from nbcluster import errors
-from nbcluster.distributed.partition import output_dtype
 from nbcluster.framework import dtypes
 from nbcluster.framework.node import Node, parse_input
+from nbcluster.master_worker.partition import output_dtype
 
 
 def check_tensor(nodes: dict, name: str) -> None:

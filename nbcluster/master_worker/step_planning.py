@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from typing import Optional, Protocol
 
 from nbcluster import errors
-from nbcluster.distributed.partition import partition
-from nbcluster.distributed.placement import place
-from nbcluster.distributed.rendezvous import attr_incarnation, task_of
-from nbcluster.distributed.subgraph import check_tensor, feed_nodes, fetch_node, prune
 from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.node import parse_input
-from nbcluster.runtime.kernel_table import has_kernel
+from nbcluster.master_worker.partition import partition
+from nbcluster.master_worker.placement import place
+from nbcluster.master_worker.rendezvous import attr_incarnation, task_of
+from nbcluster.master_worker.subgraph import check_tensor, feed_nodes, fetch_node, prune
 from nbcluster.proto import config_pb2
+from nbcluster.runtime.kernel_table import has_kernel
 
 
 class PlannedSession(Protocol):

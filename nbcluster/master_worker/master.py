@@ -17,15 +17,20 @@ import time
 from typing import Callable, Optional
 
 from nbcluster import errors
-from nbcluster.distributed.fanout import run_partitions
-from nbcluster.distributed.session_cluster import (DEFAULT_FIRST_CONTACT_WAIT,
-                                                   DEFAULT_STATUS_TIMEOUT, DeviceDirectory,
-                                                   PropagatedWorkerCache, SessionCluster,
-                                                   match_target, task_name)
-from nbcluster.distributed.step_planning import Part, StepPlan, forget_tasks, plan_step
-from nbcluster.distributed.subgraph import check_feed_dtypes
 from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.framework.node import Node
+from nbcluster.master_worker.fanout import run_partitions
+from nbcluster.master_worker.session_cluster import (
+    DEFAULT_FIRST_CONTACT_WAIT,
+    DEFAULT_STATUS_TIMEOUT,
+    DeviceDirectory,
+    PropagatedWorkerCache,
+    SessionCluster,
+    match_target,
+    task_name,
+)
+from nbcluster.master_worker.step_planning import Part, StepPlan, forget_tasks, plan_step
+from nbcluster.master_worker.subgraph import check_feed_dtypes
 from nbcluster.proto import config_pb2
 from nbcluster.runtime.thread_pool import DaemonPool
 
