@@ -8,10 +8,10 @@ import pytest
 import nbcluster as tf
 from nbcluster import errors
 from nbcluster.framework.node import Node
-from nbcluster.kernels.registry import _KERNELS
 from nbcluster.runtime.control_flow_executor import FrameExecutor, make_executor
 from nbcluster.runtime.devices import local_devices
 from nbcluster.runtime.executor import Executor
+from nbcluster.runtime.kernel_table import _KERNELS
 from nbcluster.runtime.resources import ResourceMgr
 from nbcluster.runtime.step import StepContext
 

@@ -18,8 +18,10 @@ RUN_STEP_REQUEST = Layout(master_pb2.RunStepRequest, 2)     # feed = 2
 RUN_STEP_RESPONSE = Layout(master_pb2.RunStepResponse, 1)   # tensor = 1
 
 
-def master_handler(master, pending: Optional[PendingResponses] = None) -> grpc.GenericRpcHandler:
-    """The MasterService of `master`; `pending` holds large responses until pulled."""
+def session_methods(master, on_close=None, on_reset=None) -> dict:
+    """The plain protobuf methods of a MasterService over `master`, by method name:
+    ours and TensorFlow's alike (tensorflow_master.py). `on_close(handle)` and
+    `on_reset()` run after a session closes and after a reset."""
     def create_session(req, context):
         config = req.config if req.HasField("config") else None
         handle, version = master.create_session(nodes_from_proto(req.graph_def), config,
@@ -31,16 +33,10 @@ def master_handler(master, pending: Optional[PendingResponses] = None) -> grpc.G
                                         req.current_graph_version)
         return master_pb2.ExtendSessionResponse(new_graph_version=version)
 
-    def run_step(req, feeds, context):
-        caller, running = CallerWatch(), [True]  # `running` tells a normal end
-        context.add_callback(lambda: running[0] and caller.caller_gone())
-        try:
-            return serve_run_step(master, req, feeds, caller)
-        finally:
-            running[0] = False
-
     def close_session(req, context):
         master.close_session(req.session_handle)
+        if on_close is not None:
+            on_close(req.session_handle)
         return master_pb2.CloseSessionResponse()
 
     def list_devices(req, context):
@@ -49,17 +45,32 @@ def master_handler(master, pending: Optional[PendingResponses] = None) -> grpc.G
 
     def reset(req, context):
         master.reset(list(req.container))
+        if on_reset is not None:
+            on_reset()
         return master_pb2.ResetResponse()
 
-    pending = pending if pending is not None else PendingResponses()
-    return grpc.method_handlers_generic_handler(SERVICE, {
-        **tensor_methods("RunStep", run_step, RUN_STEP_REQUEST, RUN_STEP_RESPONSE, pending),
-        **pull_method(pending),
+    return {
         "CreateSession": proto_handler(create_session, master_pb2.CreateSessionRequest),
         "ExtendSession": proto_handler(extend_session, master_pb2.ExtendSessionRequest),
         "CloseSession": proto_handler(close_session, master_pb2.CloseSessionRequest),
         "ListDevices": proto_handler(list_devices, master_pb2.ListDevicesRequest),
         "Reset": proto_handler(reset, master_pb2.ResetRequest),
+    }
+
+
+def master_handler(master, pending: Optional[PendingResponses] = None) -> grpc.GenericRpcHandler:
+    """The MasterService of `master`; `pending` holds large responses until pulled."""
+    def run_step(req, feeds, context):
+        caller, running = CallerWatch(), [True]  # `running` tells a normal end
+        context.add_callback(lambda: running[0] and caller.caller_gone())
+        try:
+            return serve_run_step(master, req, feeds, caller)
+        finally:
+            running[0] = False
+
+    pending = pending if pending is not None else PendingResponses()
+    return grpc.method_handlers_generic_handler(SERVICE, {
+        **tensor_methods("RunStep", run_step, RUN_STEP_REQUEST, RUN_STEP_RESPONSE, pending),
+        **pull_method(pending),
+        **session_methods(master),
     })
-
-

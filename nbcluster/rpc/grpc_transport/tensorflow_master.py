@@ -20,12 +20,12 @@ import threading
 import grpc
 
 from nbcluster import errors
-from nbcluster.framework.graph_def import nodes_from_proto
 from nbcluster.master_worker.master import CallerWatch
 from nbcluster.proto import master_pb2
 from nbcluster.rpc.codec import messages
 from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport.handlers import proto_handler, unary
+from nbcluster.rpc.grpc_transport.master_service import session_methods
 
 SERVICE = "tensorflow.MasterService"
 _RUN_STEP_REQUEST = Layout(master_pb2.RunStepRequest, 2)          # feed = 2
@@ -91,17 +91,6 @@ def tensorflow_master_handler(master) -> grpc.GenericRpcHandler:
     """TF's MasterService over `master`."""
     callables = Callables()
 
-    def create_session(req, context):
-        config = req.config if req.HasField("config") else None
-        handle, version = master.create_session(nodes_from_proto(req.graph_def), config,
-                                                req.target or None)
-        return master_pb2.CreateSessionResponse(session_handle=handle, graph_version=version)
-
-    def extend_session(req, context):
-        version = master.extend_session(req.session_handle, nodes_from_proto(req.graph_def),
-                                        req.current_graph_version)
-        return master_pb2.ExtendSessionResponse(new_graph_version=version)
-
     def run_step(decoded, context) -> bytes:
         req, feeds = decoded
         options = req.options if req.HasField("options") else None
@@ -152,31 +141,13 @@ def tensorflow_master_handler(master) -> grpc.GenericRpcHandler:
             None, None, "PartialRunSetup: partial runs (Session.partial_run) are not "
                         "supported by nbcluster's master")
 
-    def close_session(req, context):
-        master.close_session(req.session_handle)
-        callables.forget_session(req.session_handle)
-        return master_pb2.CloseSessionResponse()
-
-    def list_devices(req, context):
-        devices = master.list_devices(req.session_handle or None)
-        return master_pb2.ListDevicesResponse(local_device=devices)
-
-    def reset(req, context):
-        master.reset(list(req.container))
-        callables.clear()
-        return master_pb2.ResetResponse()
-
     def tensors(fn, layout: Layout):
         return unary(fn, lambda data: messages.decode(data, layout), _as_is)
 
     return grpc.method_handlers_generic_handler(SERVICE, {
-        "CreateSession": proto_handler(create_session, master_pb2.CreateSessionRequest),
-        "ExtendSession": proto_handler(extend_session, master_pb2.ExtendSessionRequest),
+        **session_methods(master, on_close=callables.forget_session, on_reset=callables.clear),
         "PartialRunSetup": proto_handler(partial_run_setup, master_pb2.PartialRunSetupRequest),
         "RunStep": tensors(run_step, _RUN_STEP_REQUEST),
-        "CloseSession": proto_handler(close_session, master_pb2.CloseSessionRequest),
-        "ListDevices": proto_handler(list_devices, master_pb2.ListDevicesRequest),
-        "Reset": proto_handler(reset, master_pb2.ResetRequest),
         "MakeCallable": proto_handler(make_callable, master_pb2.MakeCallableRequest),
         "RunCallable": tensors(run_callable, _RUN_CALLABLE_REQUEST),
         "ReleaseCallable": proto_handler(release_callable, master_pb2.ReleaseCallableRequest),

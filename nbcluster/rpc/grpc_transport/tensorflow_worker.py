@@ -26,6 +26,8 @@ from nbcluster.rpc.codec import messages
 from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport import status
 from nbcluster.rpc.grpc_transport.handlers import proto_handler, timeout_of, unary
+from nbcluster.rpc.grpc_transport.worker_service import session_methods
+from nbcluster.rpc.serving import serve_recv_tensor
 
 SERVICE = "tensorflow.WorkerService"
 _RECV_TENSOR_REQUEST = Layout(worker_pb2.RecvTensorRequest, None)
@@ -52,18 +54,6 @@ def tensorflow_worker_handler(worker, slots) -> grpc.GenericRpcHandler:
     """TF's WorkerService over `worker`; `slots` bound its waits as ours (WaitSlots)."""
     graphs: dict = {}  # (session, graph handle) -> {rendezvous key: tensor name}
     lock = threading.Lock()
-
-    def get_status(req, context):
-        return worker.get_status()
-
-    def create_worker_session(req, context):
-        server_def = req.server_def if req.server_def.cluster.job else None
-        worker.create_worker_session(req.session_handle, req.isolate_session_state, server_def)
-        return worker_pb2.CreateWorkerSessionResponse()
-
-    def delete_worker_session(req, context):
-        worker.delete_worker_session(req.session_handle)
-        return worker_pb2.DeleteWorkerSessionResponse()
 
     def register_graph(req, context):
         nodes = nodes_from_proto(req.graph_def)
@@ -117,21 +107,13 @@ def tensorflow_worker_handler(worker, slots) -> grpc.GenericRpcHandler:
                                [(key, result.fetches[name])
                                 for key, name in zip(req.recv_key, fetches)])
 
-    def cleanup_graph(req, context):
-        worker.cleanup_graph(req.step_id)
-        return worker_pb2.CleanupGraphResponse()
-
-    def cleanup_all(req, context):
-        worker.cleanup_all(list(req.container))
-        return worker_pb2.CleanupAllResponse()
-
     def recv_tensor(decoded, context) -> bytes:
         req, _ = decoded
         step_id = req.step_id
         context.add_callback(lambda: worker.wake_step(step_id))  # a caller gone ends the wait
         with slots.hold(context.peer(), "RecvTensor"):
-            value = worker.recv_tensor(step_id, req.rendezvous_key, timeout_of(context),
-                                       stopped=lambda: not context.is_active())
+            value = serve_recv_tensor(worker, step_id, req.rendezvous_key, timeout_of(context),
+                                      lambda: not context.is_active())
         return messages.encode(worker_pb2.RecvTensorResponse(), _RECV_TENSOR_RESPONSE,
                                [("", value)])
 
@@ -139,16 +121,10 @@ def tensorflow_worker_handler(worker, slots) -> grpc.GenericRpcHandler:
         return unary(fn, lambda data: messages.decode(data, layout), _as_is)
 
     methods = {
-        "GetStatus": proto_handler(get_status, worker_pb2.GetStatusRequest),
-        "CreateWorkerSession": proto_handler(create_worker_session,
-                                             worker_pb2.CreateWorkerSessionRequest),
-        "DeleteWorkerSession": proto_handler(delete_worker_session,
-                                             worker_pb2.DeleteWorkerSessionRequest),
+        **session_methods(worker),
         "RegisterGraph": proto_handler(register_graph, worker_pb2.RegisterGraphRequest),
         "DeregisterGraph": proto_handler(deregister_graph, worker_pb2.DeregisterGraphRequest),
         "RunGraph": tensors(run_graph, _RUN_GRAPH_REQUEST),
-        "CleanupGraph": proto_handler(cleanup_graph, worker_pb2.CleanupGraphRequest),
-        "CleanupAll": proto_handler(cleanup_all, worker_pb2.CleanupAllRequest),
         "RecvTensor": tensors(recv_tensor, _RECV_TENSOR_REQUEST),
     }
     for name in NOT_SERVED:

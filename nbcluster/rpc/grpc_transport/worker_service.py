@@ -24,11 +24,9 @@ RECV_TENSOR_RESPONSE = Layout(worker_pb2.RecvTensorResponse, 1, named=False)  # 
 RECV_TENSORS = "RecvTensors"  # ours: a step's tensors from one task, streamed as they come
 
 
-def worker_handler(worker, slots: Optional[WaitSlots] = None,
-                   pending: Optional[PendingResponses] = None) -> grpc.GenericRpcHandler:
-    """The WorkerService of `worker`. `slots` bounds the calls that wait for
-    tensors (wait_slots.py); `pending` holds large responses until pulled."""
-    slots = slots or WaitSlots.for_server()
+def session_methods(worker) -> dict:
+    """The plain protobuf methods of a WorkerService over `worker`, by method name:
+    ours and TensorFlow's alike (tensorflow_worker.py)."""
     def get_status(req, context):
         return worker.get_status()
 
@@ -41,6 +39,31 @@ def worker_handler(worker, slots: Optional[WaitSlots] = None,
     def delete_worker_session(req, context):
         worker.delete_worker_session(req.session_handle)
         return worker_pb2.DeleteWorkerSessionResponse()
+
+    def cleanup_graph(req, context):
+        worker.cleanup_graph(req.step_id)
+        return worker_pb2.CleanupGraphResponse()
+
+    def cleanup_all(req, context):
+        worker.cleanup_all(list(req.container))
+        return worker_pb2.CleanupAllResponse()
+
+    return {
+        "GetStatus": proto_handler(get_status, worker_pb2.GetStatusRequest),
+        "CreateWorkerSession": proto_handler(create_worker_session,
+                                             worker_pb2.CreateWorkerSessionRequest),
+        "DeleteWorkerSession": proto_handler(delete_worker_session,
+                                             worker_pb2.DeleteWorkerSessionRequest),
+        "CleanupGraph": proto_handler(cleanup_graph, worker_pb2.CleanupGraphRequest),
+        "CleanupAll": proto_handler(cleanup_all, worker_pb2.CleanupAllRequest),
+    }
+
+
+def worker_handler(worker, slots: Optional[WaitSlots] = None,
+                   pending: Optional[PendingResponses] = None) -> grpc.GenericRpcHandler:
+    """The WorkerService of `worker`. `slots` bounds the calls that wait for
+    tensors (wait_slots.py); `pending` holds large responses until pulled."""
+    slots = slots or WaitSlots.for_server()
 
     def register_graph(req, context):
         handle = worker.register_graph(req.session_handle, nodes_from_proto(req.graph_def),
@@ -62,14 +85,6 @@ def worker_handler(worker, slots: Optional[WaitSlots] = None,
             return serve_run_graph(worker, req, sends, timeout_of(context))
         finally:
             running[0] = False
-
-    def cleanup_graph(req, context):
-        worker.cleanup_graph(req.step_id)
-        return worker_pb2.CleanupGraphResponse()
-
-    def cleanup_all(req, context):
-        worker.cleanup_all(list(req.container))
-        return worker_pb2.CleanupAllResponse()
 
     def recv_tensor(req, _, context):
         step_id = req.step_id
@@ -117,14 +132,8 @@ def worker_handler(worker, slots: Optional[WaitSlots] = None,
         **tensor_methods("RecvTensor", recv_tensor, RECV_TENSOR_REQUEST, RECV_TENSOR_RESPONSE,
                          pending),
         **pull_method(pending),
-        "GetStatus": proto_handler(get_status, worker_pb2.GetStatusRequest),
-        "CreateWorkerSession": proto_handler(create_worker_session,
-                                             worker_pb2.CreateWorkerSessionRequest),
-        "DeleteWorkerSession": proto_handler(delete_worker_session,
-                                             worker_pb2.DeleteWorkerSessionRequest),
+        **session_methods(worker),
         "RegisterGraph": proto_handler(register_graph, worker_pb2.RegisterGraphRequest),
         "DeregisterGraph": proto_handler(deregister_graph, worker_pb2.DeregisterGraphRequest),
-        "CleanupGraph": proto_handler(cleanup_graph, worker_pb2.CleanupGraphRequest),
-        "CleanupAll": proto_handler(cleanup_all, worker_pb2.CleanupAllRequest),
     })
 
