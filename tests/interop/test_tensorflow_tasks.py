@@ -8,7 +8,7 @@ import pytest
 from tensorflow_processes import requires_tensorflow
 
 import nbcluster as tf
-from nbcluster.jupyter.widgets import ClusterDashboard
+from nbcluster.jupyter.widgets import ClusterDashboard, PlacementView, Timeline
 from nbcluster.launch import Cluster
 
 from process_checks import wait_gone
@@ -49,3 +49,26 @@ def test_tensorflow_tasks_start_train_show_in_the_dashboard_and_stop():
 def test_an_unknown_server_kind_is_refused_before_anything_starts():
     with pytest.raises(ValueError, match="'tf1'"):
         Cluster.local(ps=0, worker=1, server="tf1")
+
+
+def test_placement_view_and_timeline_draw_a_step_that_ran_on_tensorflow_tasks():
+    """From what TF's master sends back: its partition graphs and step stats."""
+    with Cluster.local(ps=1, worker=1, server="tensorflow", timeout=120) as cluster:
+        with tf.Graph().as_default() as graph:
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(np.ones((16, 16), np.float32), name="v")
+            with tf.device("/job:worker/task:0"):
+                total = tf.reduce_sum(tf.matmul(v, v), name="total")
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                sess.run(v.initializer)
+                meta = tf.RunMetadata()
+                assert sess.run(total, options=tf.RunOptions(
+                    trace_level=tf.RunOptions.FULL_TRACE, output_partition_graphs=True),
+                    run_metadata=meta) == 16 * 16 * 16
+    ps, worker = ("/job:ps/replica:0/task:0/device:CPU:0",
+                  "/job:worker/replica:0/task:0/device:CPU:0")
+    timeline = Timeline(meta)
+    assert {ps, worker} <= {op["device"] for op in timeline.ops}
+    placement = PlacementView(graph=graph, run_metadata=meta)
+    where = {node["name"]: node["device"] for node in placement.nodes}
+    assert where["v"] == ps and where["total"] == worker
