@@ -331,6 +331,9 @@ def _prefetched(iterator, size: int):
 def _load_families() -> None:
     # Importing this module registers every dataset kernel (kernels.load_all).
     from nbcluster.kernels import (
+        data_functions,  # noqa: F401
+        data_iterator,  # noqa: F401
+        data_records,  # noqa: F401
         data_transforms,  # noqa: F401
     )
 
