@@ -58,9 +58,7 @@ KNOWN_CIRCLES = [
      "nbcluster.kernels.data_transforms"],
     ["nbcluster.ops.resource_variable", "nbcluster.ops.state"],
 ]
-# runtime/control_flow_executor.py reads kernels/control_flow.py's DEAD: the value
-# belongs in runtime/, which kernels/ may import.
-KNOWN_PACKAGE_CIRCLES = [["nbcluster.kernels", "nbcluster.runtime"]]
+KNOWN_PACKAGE_CIRCLES: list = []
 
 
 def layer_of(module: str, layers: Optional[dict] = None) -> int:

@@ -1,8 +1,9 @@
 """Control-flow kernels: Switch routes its input to one output and leaves the
 other DEAD; Enter, Exit, NextIteration and LoopCond forward their input.
 
-Rule: `DEAD` is the one value a dead tensor holds. Only the frame executor
-(`runtime/control_flow_executor.py`) runs these kernels; it never runs an op
+Rule: `DEAD` (runtime/dead_tensor.py) is the one value a dead tensor holds.
+Only the frame executor (`runtime/control_flow_executor.py`) runs these
+kernels; it never runs an op
 whose input is dead (Merge aside, which it implements itself), so no other
 kernel ever sees `DEAD`.
 """
@@ -11,18 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from nbcluster.kernels.registry import register_kernel
-
-
-class _Dead:
-    """The value of a tensor on an untaken branch."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "DEAD"
-
-
-DEAD = _Dead()
+from nbcluster.runtime.dead_tensor import DEAD
 
 
 def _switch(node, device):

@@ -11,8 +11,8 @@ import numpy as np
 from nbcluster import errors
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.tensor_shape import unknown_shape
-from nbcluster.kernels.control_flow import DEAD
 from nbcluster.master_worker.rendezvous import make_key, task_of
+from nbcluster.runtime.dead_tensor import DEAD
 from nbcluster.runtime.kernel_table import register_kernel
 
 

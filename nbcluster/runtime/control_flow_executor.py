@@ -37,7 +37,7 @@ import numpy as np
 from nbcluster import errors
 from nbcluster.framework.node import Node, parse_input
 from nbcluster.framework.op_registry import get_op_def
-from nbcluster.kernels.control_flow import DEAD
+from nbcluster.runtime.dead_tensor import DEAD
 from nbcluster.runtime.executor import _POOL, Executor
 from nbcluster.runtime.planning import as_op_error, make_kernel
 
