@@ -189,9 +189,10 @@ def test_a_notebooks_cluster_shows_its_owner_failure_and_timeline(jupyter_lab, b
                 assert failure.inner_text() == "/job:worker/task:0 was killed by SIGKILL"
                 # its processes are the kernel's: the sidebar says where to restart it
                 page.click(f"{box} [data-task='worker:0'] button.nbc-sidebar-restart")
-                message = page.locator(f"{box} .nbc-sidebar-message")
+                # "restarting …" first, then the server's answer: wait for the answer
+                message = page.locator(f"{box} .nbc-sidebar-message",
+                                       has_text="%tfserver restart owned worker:0")
                 message.wait_for(timeout=15_000)
-                assert "%tfserver restart owned worker:0" in message.inner_text()
                 assert "owned.ipynb" in message.inner_text()
                 assert alive(pids["ps", 0])
                 shots("owned", page.locator(SIDEBAR))

@@ -36,14 +36,18 @@ function frozen(node: Element | null, marker: any, fallback: string): string {
 
 /** Freezes every live nbcluster widget output of `panel`; how many. */
 export function freezeWidgets(panel: NotebookPanel, why: string): number {
+  if (panel.isDisposed || !panel.content || panel.content.isDisposed) {
+    return 0; // closed meanwhile (its kernel's last signals can come after): nothing shows
+  }
   const stamp = new Date().toISOString().slice(11, 19) + ' UTC';
   let done = 0;
   panel.content.widgets.forEach(cell => {
-    if (cell.model.type !== 'code') {
+    if (cell.isDisposed || cell.model.type !== 'code') {
       return;
     }
     const outputs = (cell.model as any).outputs;
-    const views = (cell as any).outputArea?.widgets ?? [];
+    const area = (cell as any).outputArea;
+    const views = area && !area.isDisposed ? area.widgets : []; // a disposed area has no layout
     for (let i = 0; i < outputs.length; i++) {
       const json = outputs.get(i).toJSON() as any;
       const marker = (json.metadata ?? {}).nbcluster;
