@@ -2,6 +2,7 @@
 their errors; and dataset graphs through as_graph_def()/import_graph_def()."""
 import numpy as np
 import pytest
+from tensorflow_processes import requires_tensorflow
 
 import nbcluster as tf
 
@@ -293,8 +294,7 @@ with tf.Graph().as_default() as g:
 """
 
 
-@pytest.mark.skipif(__import__("importlib").util.find_spec("tensorflow") is None,
-                    reason="TensorFlow is not installed (pip install tensorflow-cpu)")
+@requires_tensorflow
 def test_a_tensorflow_graph_def_of_a_pipeline_imports_and_runs(tmp_path):
     import os
     import subprocess

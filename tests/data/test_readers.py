@@ -1,7 +1,6 @@
 """TFRecordDataset and TextLineDataset on local files; the TFRecord format (masked crc32c)
 against TensorFlow's own writer and reader; the file root that confines a task's reads."""
 import gzip
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -10,6 +9,7 @@ import tempfile
 
 import pytest
 from data_checks import elements
+from tensorflow_processes import requires_tensorflow
 
 import nbcluster as tf
 from nbcluster.kernels.data_records import crc32c, masked_crc32c
@@ -112,8 +112,7 @@ with tf.io.TFRecordWriter(theirs_gz, tf.io.TFRecordOptions("GZIP")) as w:
 """
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
-                    reason="TensorFlow is not installed (pip install tensorflow-cpu)")
+@requires_tensorflow
 def test_tfrecord_files_are_compatible_with_tensorflow(tmp_path):
     mine = [b"nb-1", bytes(range(256)), b""]
     _write(tmp_path / "mine.tfrecord", mine)

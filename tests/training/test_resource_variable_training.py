@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+from tensorflow_processes import requires_tensorflow
 
 import nbcluster as tf
 from nbcluster.kernels import training as training_kernels
@@ -277,12 +278,12 @@ def test_a_partitioned_resource_table_trains_sparsely_like_the_ref_one():
 
 
 # -- a GraphDef TensorFlow wrote -------------------------------------------------------
+@requires_tensorflow  # TF runs in a subprocess only, never in this one
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_a_graph_def_tensorflow_built_with_resource_variables_runs_to_tfs_values(
         tmp_path, optimizer):
     import subprocess
     import sys
-    pytest.importorskip("tensorflow", reason="pip install tensorflow-cpu (the bench extra)")
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf_resource_graph.py")
     out = tmp_path / "tf.npz"
     done = subprocess.run([sys.executable, script, str(out), optimizer], capture_output=True,
