@@ -22,11 +22,13 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def jupyter_server(home):
-    """A jupyter server with isolated JUPYTER_* dirs under `home`: {"url", "runtime", "log"}."""
+def jupyter_server(home, extra_args=()):
+    """A jupyter server with isolated JUPYTER_* dirs under `home` (on its PYTHONPATH too, for
+    classes `extra_args` name): {"url", "runtime", "log"}."""
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"),
                JUPYTER_DATA_DIR=str(home / "data"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-               IPYTHONDIR=str(home / "ipython"))
+               IPYTHONDIR=str(home / "ipython"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(home), os.environ.get("PYTHONPATH")])))
     env.pop("JUPYTER_PATH", None)
     port, log_path = _free_port(), home / "server.log"
     # the extension is named on the command line too, so that this test checks the
@@ -36,7 +38,7 @@ def jupyter_server(home):
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
            "--ServerApp.allow_root=True", f"--IdentityProvider.token={TOKEN}",
            f"--ServerApp.root_dir={home}",
-           "--ServerApp.jpserver_extensions={'nbcluster.jupyter': True}"]
+           "--ServerApp.jpserver_extensions={'nbcluster.jupyter': True}", *extra_args]
     url = f"http://127.0.0.1:{port}"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,

@@ -5,23 +5,18 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import stat
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 
 import pytest
+from lab_server import TOKEN, jupyter_server
 
 from nbcluster.jupyter import server_extension
 from nbcluster.launch import Cluster, record_stop
 
 pytestmark = pytest.mark.timeout(180)
 
-TOKEN = "nbcluster-authorizer-test"
 _AUTHORIZER = '''
 from jupyter_server.auth.authorizer import Authorizer
 
@@ -38,43 +33,9 @@ class ReadOnlyClusters(Authorizer):
 def read_only_server(tmp_path_factory):
     home = tmp_path_factory.mktemp("auth-home")
     (home / "readonly_authorizer.py").write_text(_AUTHORIZER)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"),
-               JUPYTER_DATA_DIR=str(home / "data"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-               IPYTHONDIR=str(home / "ipython"),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(home), os.environ.get("PYTHONPATH")])))
-    env.pop("JUPYTER_PATH", None)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
-           f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-           "--ServerApp.allow_root=True", f"--IdentityProvider.token={TOKEN}",
-           f"--ServerApp.root_dir={home}",
-           "--ServerApp.authorizer_class=readonly_authorizer.ReadOnlyClusters",
-           "--ServerApp.jpserver_extensions={'nbcluster.jupyter': True}"]
-    url, log_path = f"http://127.0.0.1:{port}", home / "server.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"jupyter server did not come up:\n"
-                                       f"{log_path.read_text()}") from None
-                time.sleep(0.25)
-        yield {"url": url, "runtime": home / "runtime"}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # our own process group only
-            proc.wait(timeout=10)
+    with jupyter_server(home, ["--ServerApp.authorizer_class="
+                               "readonly_authorizer.ReadOnlyClusters"]) as server:
+        yield server
 
 
 def _request(server, path: str, method: str = "GET") -> tuple:
