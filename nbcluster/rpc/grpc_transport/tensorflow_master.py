@@ -26,6 +26,7 @@ from nbcluster.rpc.codec import messages
 from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport.handlers import proto_handler, unary
 from nbcluster.rpc.grpc_transport.master_service import session_methods
+from nbcluster.rpc.serving import serve_run_step
 
 SERVICE = "tensorflow.MasterService"
 _RUN_STEP_REQUEST = Layout(master_pb2.RunStepRequest, 2)          # feed = 2
@@ -76,13 +77,13 @@ class Callables:
             self._options.clear()
 
 
-def _run(master, session: str, feeds: dict, fetches: list, targets: list, options,
-         context) -> tuple:
-    """master.run_step, cancelled on the other tasks if the caller goes away."""
+def _watching(context, run):
+    """`run(caller)`, its step cancelled on the other tasks if the caller goes away
+    (the same CallerWatch our own RunStep handler uses)."""
     caller, running = CallerWatch(), [True]
     context.add_callback(lambda: running[0] and caller.caller_gone())
     try:
-        return master.run_step(session, feeds, fetches, targets, options, caller)
+        return run(caller)
     finally:
         running[0] = False
 
@@ -93,21 +94,16 @@ def tensorflow_master_handler(master) -> grpc.GenericRpcHandler:
 
     def run_step(decoded, context) -> bytes:
         req, feeds = decoded
-        options = req.options if req.HasField("options") else None
-        fetches = list(req.fetch)
         try:
-            values, metadata = _run(master, req.session_handle, dict(feeds), fetches,
-                                    list(req.target), options, context)
+            response, tensors = _watching(
+                context, lambda caller: serve_run_step(master, req, feeds, caller))
         except errors.OpError as e:
             if not req.store_errors_in_response_body:
                 raise
             return master_pb2.RunStepResponse(status_code=e.error_code,
                                               status_error_message=e.message
                                               ).SerializeToString()
-        response = master_pb2.RunStepResponse()
-        if metadata is not None:
-            response.metadata.CopyFrom(metadata)
-        return messages.encode(response, _RUN_STEP_RESPONSE, list(zip(fetches, values)))
+        return messages.encode(response, _RUN_STEP_RESPONSE, tensors)
 
     def make_callable(req, context):
         master.list_devices(req.session_handle)  # NotFound for an unknown session, as TF
@@ -123,9 +119,9 @@ def tensorflow_master_handler(master) -> grpc.GenericRpcHandler:
                             f"feed(s) ({list(options.feed)}), got {len(feeds)}")
         fetches = list(options.fetch)
         run_options = options.run_options if options.HasField("run_options") else None
-        values, metadata = _run(master, req.session_handle,
-                                {name: value for name, (_, value) in zip(options.feed, feeds)},
-                                fetches, list(options.target), run_options, context)
+        values, metadata = _watching(context, lambda caller: master.run_step(
+            req.session_handle, {name: value for name, (_, value) in zip(options.feed, feeds)},
+            fetches, list(options.target), run_options, caller))
         response = master_pb2.RunCallableResponse()
         if metadata is not None:
             response.metadata.CopyFrom(metadata)
