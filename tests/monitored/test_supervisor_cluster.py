@@ -78,8 +78,11 @@ def test_between_graph_supervisor_trains_checkpoints_and_every_process_exits(tmp
     for rc, out, err in results:
         assert rc == 0, err[-3000:]
     chief_r, worker_r = (json.loads(out) for _, out, _ in results[:2])
+    # one shared model: a worker that starts late (a loaded host) first sees it half
+    # trained already, so the run's start is the higher of the two first losses
+    start = max(chief_r["first_loss"], worker_r["first_loss"])
     for r in (chief_r, worker_r):
-        assert r["final_loss"] < 0.5 * r["first_loss"], r
+        assert r["final_loss"] < 0.5 * start, (r, start)
         assert r["local_steps"] > 0 and r["final_step"] >= 150
     # both trained the one model: the global step counts every worker's runs
     assert chief_r["local_steps"] + worker_r["local_steps"] >= 150
