@@ -373,9 +373,8 @@ class Master:
                 _quietly(part.client, "cleanup_graph", step_id)
 
         results = run_partitions(plan.parts, run, cleanup, timeout, _POOL)
-        for part in plan.parts:  # TF's workers keep a step's rendezvous until told, as TF's
-            if getattr(part.client, "needs_cleanup", False):  # master does, after the step
-                _POOL.submit(_quietly, part.client, "cleanup_graph", step_id)
+        for part in plan.cleanup_after:  # TF's workers keep a step's rendezvous until
+            _POOL.submit(_quietly, part.client, "cleanup_graph", step_id)  # told, as TF's does
         return results
 
 

@@ -59,6 +59,9 @@ class StepPlan:
     """A signature's plan: its parts, and where each fetch comes from."""
     parts: list
     fetch_from: list  # per fetch: None (it is fed) or the index into parts
+    # The parts whose workers keep a step's state until CleanupGraph (TF's): known
+    # once each has registered, since that first call tells a TF task apart.
+    cleanup_after: tuple = ()
 
 
 def plan_step(session: PlannedSession, feeds: tuple, fetches: tuple,
@@ -160,7 +163,8 @@ def _register(session: PlannedSession, pieces: dict, fetches: tuple) -> StepPlan
             where[f] = len(parts)
         parts.append(Part(task, client, GraphHandle(session.handle, handle), part_feeds,
                           part_fetches))
-    return StepPlan(parts, [where.get(f) for f in fetches])
+    return StepPlan(parts, [where.get(f) for f in fetches],
+                    tuple(p for p in parts if p.client.needs_cleanup))
 
 
 def _server_def_for(session: PlannedSession, task: tuple):

@@ -19,6 +19,10 @@ class RunGraphResult:
 class WorkerClient(Protocol):
     """What a master or a peer worker asks of one task's worker."""
 
+    # Whether the worker keeps each step's state until CleanupGraph (a TensorFlow
+    # task's does), so the master ends every step there with one.
+    needs_cleanup: bool
+
     def get_status(self, timeout: Optional[float] = None): ...
 
     def create_worker_session(self, session_handle: str, isolate: bool,
@@ -70,6 +74,8 @@ class MasterClient(Protocol):
 
 class InProcessWorkerClient:
     """Calls a Worker object directly: no sockets, no serialization."""
+
+    needs_cleanup = False  # an nbcluster worker ends a step by itself
 
     def __init__(self, worker) -> None:
         self._worker = worker

@@ -205,6 +205,8 @@ class _RenamedInProcess:
         workers = self.workers
 
         class Client:  # as the gRPC client: RegisterGraph says the session was created
+            needs_cleanup = False
+
             def register_graph(self, session_handle, nodes, parallelism):
                 return workers[address].register_graph(session_handle, nodes, parallelism,
                                                        create_worker_session_called=True)

@@ -9,17 +9,6 @@ from nbcluster.rpc.grpc_transport import channels
 from nbcluster.rpc.grpc_transport.status import from_rpc_error
 
 
-def unary_method(channel: grpc.Channel, service: str, name: str, response_class):
-    """A callable for unary `/service/name` that takes and returns protobuf messages
-    (TensorFlow's services, which have no stubs generated here)."""
-    return channel.unary_unary(f"/{service}/{name}", request_serializer=_serialize,
-                               response_deserializer=response_class.FromString)
-
-
-def _serialize(message) -> bytes:
-    return message.SerializeToString()
-
-
 @contextlib.contextmanager
 def calling(peer: str):
     """Turns a failed gRPC call (or stream read) inside into the OpError of its status.

@@ -21,10 +21,8 @@ from typing import Optional
 import grpc
 
 from nbcluster import errors
-from nbcluster.proto import worker_pb2
+from nbcluster.proto import worker_pb2, worker_pb2_grpc
 from nbcluster.rpc.grpc_transport import channels, tls, tokens
-from nbcluster.rpc.grpc_transport.calls import unary_method
-from nbcluster.rpc.grpc_transport.worker_service import SERVICE
 
 PROBE_S = 10.0  # a named task not up yet gets this long (wait_for_ready) to answer
 
@@ -64,7 +62,7 @@ class PeerCheck:
 
     def _probe(self, address: str, name: str, what: str) -> None:
         channel = tls.open_channel(address, channels.POLLING_OPTIONS)  # no token sent
-        get_status = unary_method(channel, SERVICE, "GetStatus", worker_pb2.GetStatusResponse)
+        get_status = worker_pb2_grpc.WorkerServiceStub(channel).GetStatus
         try:
             get_status(worker_pb2.GetStatusRequest(), timeout=PROBE_S, wait_for_ready=True)
         except grpc.RpcError as e:

@@ -12,11 +12,11 @@ from typing import Optional
 
 from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_to_proto
-from nbcluster.proto import master_pb2
+from nbcluster.proto import master_pb2, tensorflow_services_pb2_grpc
 from nbcluster.rpc.codec import messages
 from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport import channels
-from nbcluster.rpc.grpc_transport.calls import calling, unary_method
+from nbcluster.rpc.grpc_transport.calls import calling
 from nbcluster.rpc.grpc_transport.status import remote_error
 from nbcluster.rpc.grpc_transport.tensorflow_master import SERVICE
 
@@ -40,14 +40,12 @@ class TensorFlowMasterClient:
         self._step_timeout = step_timeout
         channel = channels.tensorflow_channel(address)
 
-        def method(name, response_class):
-            return unary_method(channel, SERVICE, name, response_class)
-
-        self._create = method("CreateSession", master_pb2.CreateSessionResponse)
-        self._extend = method("ExtendSession", master_pb2.ExtendSessionResponse)
-        self._close = method("CloseSession", master_pb2.CloseSessionResponse)
-        self._list = method("ListDevices", master_pb2.ListDevicesResponse)
-        self._reset = method("Reset", master_pb2.ResetResponse)
+        stub = tensorflow_services_pb2_grpc.MasterServiceStub(channel)
+        self._create = stub.CreateSession
+        self._extend = stub.ExtendSession
+        self._close = stub.CloseSession
+        self._list = stub.ListDevices
+        self._reset = stub.Reset
         self._run = channel.unary_unary(
             f"/{SERVICE}/RunStep",
             request_serializer=lambda r: messages.encode(r[0], _RUN_STEP_REQUEST, r[1]))

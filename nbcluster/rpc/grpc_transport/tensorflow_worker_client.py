@@ -18,18 +18,18 @@ from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.master_worker.rendezvous import attr_incarnation, make_key
 from nbcluster.master_worker.transport import RunGraphResult
-from nbcluster.proto import worker_pb2
+from nbcluster.proto import tensorflow_services_pb2_grpc, worker_pb2
 from nbcluster.rpc.codec import messages
 from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport import channels
-from nbcluster.rpc.grpc_transport.calls import calling, unary_method
+from nbcluster.rpc.grpc_transport.calls import calling
 from nbcluster.rpc.grpc_transport.status import remote_error
 from nbcluster.rpc.grpc_transport.tensorflow_worker import SERVICE
+from nbcluster.rpc.grpc_transport.worker_control import CONTROL_TIMEOUT, WorkerControlCalls
 
 _RUN_GRAPH_REQUEST = Layout(worker_pb2.RunGraphRequest, 3)       # send = 3
 _RUN_GRAPH_RESPONSE = Layout(worker_pb2.RunGraphResponse, 1)     # recv = 1
 _RECV_TENSOR_RESPONSE = Layout(worker_pb2.RecvTensorResponse, 1, named=False)
-_CONTROL_TIMEOUT = 30.0
 _STEP_TIMEOUT = 24 * 3600.0
 
 
@@ -55,7 +55,7 @@ def _for_tensorflow(nodes: list, incarnations: dict) -> tuple:
     return out, keys
 
 
-class TensorFlowWorkerClient:
+class TensorFlowWorkerClient(WorkerControlCalls):
     """The worker of the TensorFlow task at `address`, with `Worker`'s methods."""
 
     def __init__(self, address: str) -> None:
@@ -63,22 +63,12 @@ class TensorFlowWorkerClient:
         self._peer = f"worker {address} (a TensorFlow server)"
         channel = channels.tensorflow_channel(address)
 
-        def method(name, response_class):
-            return unary_method(channel, SERVICE, name, response_class)
-
-        self._create = method("CreateWorkerSession", worker_pb2.CreateWorkerSessionResponse)
-        self._delete = method("DeleteWorkerSession", worker_pb2.DeleteWorkerSessionResponse)
-        self._register = method("RegisterGraph", worker_pb2.RegisterGraphResponse)
-        self._deregister = method("DeregisterGraph", worker_pb2.DeregisterGraphResponse)
-        self._cleanup = method("CleanupGraph", worker_pb2.CleanupGraphResponse)
-        self._cleanup_all = method("CleanupAll", worker_pb2.CleanupAllResponse)
+        self._use_stub(tensorflow_services_pb2_grpc.WorkerServiceStub(channel))
         self._run = channel.unary_unary(
             f"/{SERVICE}/RunGraph",
             request_serializer=lambda r: messages.encode(r[0], _RUN_GRAPH_REQUEST, r[1]))
-        self._recv = unary_method(channel, SERVICE, "RecvTensor", worker_pb2.RecvTensorRequest)
         self._recv_raw = channel.unary_unary(f"/{SERVICE}/RecvTensor",
                                              request_serializer=lambda m: m.SerializeToString())
-        self._status = method("GetStatus", worker_pb2.GetStatusResponse)
         self._devices: Optional[dict] = None  # device name -> incarnation
         self._keys: dict = {}  # (session, graph handle) -> {tensor name: rendezvous key}
         self._lock = threading.Lock()
@@ -102,27 +92,15 @@ class TensorFlowWorkerClient:
     def _incarnations(self) -> dict:
         """Device name -> incarnation, from the task's GetStatus (asked once)."""
         if self._devices is None:
-            self.get_status(_CONTROL_TIMEOUT)
+            self.get_status(CONTROL_TIMEOUT)
         return self._devices
-
-    def create_worker_session(self, session_handle: str, isolate: bool,
-                              server_def=None) -> None:
-        req = worker_pb2.CreateWorkerSessionRequest(session_handle=session_handle,
-                                                    isolate_session_state=isolate)
-        if server_def is not None:
-            req.server_def.CopyFrom(server_def)
-        self._call(self._create, req, _CONTROL_TIMEOUT)
-
-    def delete_worker_session(self, session_handle: str) -> None:
-        self._call(self._delete, worker_pb2.DeleteWorkerSessionRequest(
-            session_handle=session_handle), _CONTROL_TIMEOUT)
 
     def register_graph(self, session_handle: str, nodes: list, parallelism: int) -> str:
         nodes, keys = _for_tensorflow(nodes, self._incarnations())
         req = worker_pb2.RegisterGraphRequest(session_handle=session_handle,
                                               graph_def=nodes_to_proto(nodes),
                                               create_worker_session_called=True)
-        handle = self._call(self._register, req, _CONTROL_TIMEOUT).graph_handle
+        handle = self._call(self._register, req, CONTROL_TIMEOUT).graph_handle
         with self._lock:
             self._keys[(session_handle, handle)] = keys
         return handle
@@ -132,7 +110,7 @@ class TensorFlowWorkerClient:
             self._keys.pop((session_handle, graph_handle), None)
         self._call(self._deregister, worker_pb2.DeregisterGraphRequest(
             session_handle=session_handle, graph_handle=graph_handle,
-            create_worker_session_called=True), _CONTROL_TIMEOUT)
+            create_worker_session_called=True), CONTROL_TIMEOUT)
 
     def run_graph(self, session_handle: str, graph_handle: str, step_id: int, feeds: dict,
                   fetches: list, timeout: Optional[float], collect_stats: bool,
@@ -161,14 +139,6 @@ class TensorFlowWorkerClient:
         if response.HasField("step_stats"):
             result.step_stats = response.step_stats
         return result
-
-    def cleanup_graph(self, step_id: int) -> None:
-        self._call(self._cleanup, worker_pb2.CleanupGraphRequest(step_id=step_id),
-                   _CONTROL_TIMEOUT)
-
-    def cleanup_all(self, containers: Optional[list]) -> None:
-        self._call(self._cleanup_all, worker_pb2.CleanupAllRequest(container=containers or []),
-                   _CONTROL_TIMEOUT)
 
     def recv_tensor(self, step_id: int, key: str, timeout: Optional[float], waiter=None):
         req = worker_pb2.RecvTensorRequest(step_id=step_id, rendezvous_key=key)

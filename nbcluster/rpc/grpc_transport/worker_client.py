@@ -1,6 +1,7 @@
 """A worker over gRPC: `transport.WorkerClient` (the Worker seam), every call a gRPC call."""
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Optional
 
@@ -14,6 +15,7 @@ from nbcluster.rpc.codec import messages
 from nbcluster.rpc.grpc_transport import channels
 from nbcluster.rpc.grpc_transport.calls import calling
 from nbcluster.rpc.grpc_transport.streaming import TensorStub
+from nbcluster.rpc.grpc_transport.worker_control import CONTROL_TIMEOUT, WorkerControlCalls
 from nbcluster.rpc.grpc_transport.worker_service import (
     RECV_TENSOR_REQUEST,
     RECV_TENSOR_RESPONSE,
@@ -23,12 +25,27 @@ from nbcluster.rpc.grpc_transport.worker_service import (
     SERVICE,
 )
 
-_CONTROL_TIMEOUT = 30.0
 STEP_TIMEOUT = 24 * 3600.0
 PROBE_S = 10.0  # how long a liveness probe (GetStatus) may take
 
 
-class GrpcWorkerClient:
+def _tensorflow_on_unimplemented(method):
+    """`method` as nbcluster's call; where the task answers UNIMPLEMENTED and is not
+    ours, the client hands over to TF's dialect and makes the call again there."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except errors.UnimplementedError:
+            if self.tensorflow or self._is_ours():
+                raise
+        return getattr(self._hand_over(), name)(*args, **kwargs)
+    return call
+
+
+class GrpcWorkerClient(WorkerControlCalls):
     """Talks to the worker of the task at `address`.
 
     Args:
@@ -42,21 +59,11 @@ class GrpcWorkerClient:
         self._peer = f"worker {self.address}"
         channel = channel if channel is not None else channels.channel(address)
 
-        # A real TensorFlow task answers ours UNIMPLEMENTED: from then on its
-        # TensorFlowWorkerClient makes every call (`tensorflow_worker_client`).
-        self._tf = None
         # The protobuf-only methods through the generated stub; the tensor ones
         # through `TensorStub`, which frames their tensors by hand (docs/protocol.md).
-        stub = worker_pb2_grpc.WorkerServiceStub(channel)
-        self._status = stub.GetStatus
-        self._create = stub.CreateWorkerSession
-        self._delete = stub.DeleteWorkerSession
-        self._register = stub.RegisterGraph
-        self._deregister = stub.DeregisterGraph
+        self._use_stub(worker_pb2_grpc.WorkerServiceStub(channel))
         self._run = TensorStub(channel, SERVICE, "RunGraph", RUN_GRAPH_REQUEST,
                                RUN_GRAPH_RESPONSE)
-        self._cleanup = stub.CleanupGraph
-        self._cleanup_all = stub.CleanupAll
         self._recv = TensorStub(channel, SERVICE, "RecvTensor", RECV_TENSOR_REQUEST,
                                 RECV_TENSOR_RESPONSE)
         self._recv_many = channel.unary_stream(f"/{SERVICE}/{RECV_TENSORS}")
@@ -80,80 +87,42 @@ class GrpcWorkerClient:
           UnavailableError: the task does not answer (DeadlineExceededError
             once `timeout` passed).
         """
-        timeout = timeout or _CONTROL_TIMEOUT
-        if self._tf is None:
-            try:
-                return self._call(self._status, worker_pb2.GetStatusRequest(), timeout,
-                                  wait_for_ready)
-            except errors.UnimplementedError:
-                self._turned_out_tensorflow()
-        return self._tf.get_status(timeout, wait_for_ready)
-
-    def _turned_out_tensorflow(self):
-        """The task is real TensorFlow: every call from now on speaks its dialect."""
-        if self._tf is None:
-            from nbcluster.rpc.grpc_transport.tensorflow_worker_client import TensorFlowWorkerClient
-            self._tf = TensorFlowWorkerClient(self.address)
-        return self._tf
-
-    @property
-    def tensorflow(self) -> bool:
-        """Whether the task turned out to be real TensorFlow."""
-        return self._tf is not None
-
-    @property
-    def needs_cleanup(self) -> bool:
-        """Whether the master must end each step here with CleanupGraph (TF's workers)."""
-        return self._tf is not None
-
-    def _tensorflow_or_ours(self, name: str, *args):
-        """`name(*args)` on the TF client if the task is TensorFlow; else ours,
-        handing over when the task answers it UNIMPLEMENTED."""
-        if self._tf is not None:
-            return getattr(self._tf, name)(*args)
+        timeout = timeout or CONTROL_TIMEOUT
         try:
-            return getattr(self, "_ours_" + name)(*args)
+            return self._call(self._status, worker_pb2.GetStatusRequest(), timeout,
+                              wait_for_ready)
         except errors.UnimplementedError:
-            if self._tf is None and not self._is_ours():
-                return getattr(self._turned_out_tensorflow(), name)(*args)
-            raise
+            pass
+        return self._hand_over().get_status(timeout, wait_for_ready)
+
+    # Where the task is real TensorFlow, these become instance attributes bound to its
+    # TensorFlowWorkerClient (`_hand_over`), so after first contact every call goes
+    # straight to one client or the other, with no per-call check.
+    needs_cleanup = False  # whether the master ends each step here with CleanupGraph
+    tensorflow = False     # whether the task turned out to be real TensorFlow
+
+    # The control calls both dialects share, as nbcluster's until the task turns out TF.
+    create_worker_session = _tensorflow_on_unimplemented(WorkerControlCalls.create_worker_session)
+    delete_worker_session = _tensorflow_on_unimplemented(WorkerControlCalls.delete_worker_session)
+    cleanup_graph = _tensorflow_on_unimplemented(WorkerControlCalls.cleanup_graph)
+    cleanup_all = _tensorflow_on_unimplemented(WorkerControlCalls.cleanup_all)
+
+    def _hand_over(self):
+        """The task is real TensorFlow: every call from now on speaks its dialect."""
+        if not self.tensorflow:
+            from nbcluster.rpc.grpc_transport.tensorflow_worker_client import TensorFlowWorkerClient
+            tf = TensorFlowWorkerClient(self.address)
+            for name in _HANDED_OVER:
+                setattr(self, name, getattr(tf, name))
+            self.needs_cleanup = self.tensorflow = True
+        return self
 
     def _is_ours(self) -> bool:
         try:
-            self._call(self._status, worker_pb2.GetStatusRequest(), _CONTROL_TIMEOUT)
+            self._call(self._status, worker_pb2.GetStatusRequest(), CONTROL_TIMEOUT)
             return True
         except errors.UnimplementedError:
             return False
-
-    # The worker's calls: ours, or TensorFlow's dialect once the task is TF.
-    def create_worker_session(self, session_handle: str, isolate: bool,
-                              server_def=None) -> None:
-        self._tensorflow_or_ours("create_worker_session", session_handle, isolate, server_def)
-
-    def delete_worker_session(self, session_handle: str) -> None:
-        self._tensorflow_or_ours("delete_worker_session", session_handle)
-
-    def register_graph(self, session_handle: str, nodes: list, parallelism: int) -> str:
-        return self._tensorflow_or_ours("register_graph", session_handle, nodes, parallelism)
-
-    def deregister_graph(self, session_handle: str, graph_handle: str) -> None:
-        self._tensorflow_or_ours("deregister_graph", session_handle, graph_handle)
-
-    def run_graph(self, session_handle: str, graph_handle: str, step_id: int, feeds: dict,
-                  fetches: list, timeout: Optional[float], collect_stats: bool,
-                  partition_graphs: bool) -> RunGraphResult:
-        return self._tensorflow_or_ours("run_graph", session_handle, graph_handle, step_id,
-                                        feeds, fetches, timeout, collect_stats,
-                                        partition_graphs)
-
-    def cleanup_graph(self, step_id: int) -> None:
-        self._tensorflow_or_ours("cleanup_graph", step_id)
-
-    def cleanup_all(self, containers: Optional[list]) -> None:
-        self._tensorflow_or_ours("cleanup_all", containers)
-
-    def recv_tensor(self, step_id: int, key: str, timeout: Optional[float], waiter=None):
-        return self._tensorflow_or_ours("recv_tensor", step_id, key, timeout, waiter)
 
     def probe(self) -> None:
         """Returns if the task answers GetStatus within `PROBE_S`.
@@ -170,30 +139,21 @@ class GrpcWorkerClient:
                             f"while a call waited on it: the task hangs or died): "
                             f"{e.message}") from None
 
-    def _ours_create_worker_session(self, session_handle: str, isolate: bool,
-                              server_def=None) -> None:
-        req = worker_pb2.CreateWorkerSessionRequest(session_handle=session_handle,
-                                                    isolate_session_state=isolate)
-        if server_def is not None:
-            req.server_def.CopyFrom(server_def)
-        self._call(self._create, req, _CONTROL_TIMEOUT)
-
-    def _ours_delete_worker_session(self, session_handle: str) -> None:
-        self._call(self._delete, worker_pb2.DeleteWorkerSessionRequest(
-            session_handle=session_handle), _CONTROL_TIMEOUT)
-
-    def _ours_register_graph(self, session_handle: str, nodes: list, parallelism: int) -> str:
+    @_tensorflow_on_unimplemented
+    def register_graph(self, session_handle: str, nodes: list, parallelism: int) -> str:
         req = worker_pb2.RegisterGraphRequest(session_handle=session_handle,
                                               graph_def=nodes_to_proto(nodes),
                                               create_worker_session_called=True)
         req.config_proto.inter_op_parallelism_threads = parallelism
-        return self._call(self._register, req, _CONTROL_TIMEOUT).graph_handle
+        return self._call(self._register, req, CONTROL_TIMEOUT).graph_handle
 
-    def _ours_deregister_graph(self, session_handle: str, graph_handle: str) -> None:
+    @_tensorflow_on_unimplemented
+    def deregister_graph(self, session_handle: str, graph_handle: str) -> None:
         self._call(self._deregister, worker_pb2.DeregisterGraphRequest(
-            session_handle=session_handle, graph_handle=graph_handle), _CONTROL_TIMEOUT)
+            session_handle=session_handle, graph_handle=graph_handle), CONTROL_TIMEOUT)
 
-    def _ours_run_graph(self, session_handle: str, graph_handle: str, step_id: int, feeds: dict,
+    @_tensorflow_on_unimplemented
+    def run_graph(self, session_handle: str, graph_handle: str, step_id: int, feeds: dict,
                   fetches: list, timeout: Optional[float], collect_stats: bool,
                   partition_graphs: bool) -> RunGraphResult:
         req = run_graph_request(session_handle, graph_handle, step_id, fetches,
@@ -202,15 +162,8 @@ class GrpcWorkerClient:
         return run_graph_result(*self._call_tensors(
             self._run, req, list(feeds.items()), timeout))
 
-    def _ours_cleanup_graph(self, step_id: int) -> None:
-        self._call(self._cleanup, worker_pb2.CleanupGraphRequest(step_id=step_id),
-                   _CONTROL_TIMEOUT)
-
-    def _ours_cleanup_all(self, containers: Optional[list]) -> None:
-        self._call(self._cleanup_all, worker_pb2.CleanupAllRequest(container=containers or []),
-                   _CONTROL_TIMEOUT)
-
-    def _ours_recv_tensor(self, step_id: int, key: str, timeout: Optional[float], waiter=None):
+    @_tensorflow_on_unimplemented
+    def recv_tensor(self, step_id: int, key: str, timeout: Optional[float], waiter=None):
         req = worker_pb2.RecvTensorRequest(step_id=step_id, rendezvous_key=key)
         _, tensors = self._call_tensors(self._recv, req, [],
                                         timeout if timeout is not None else STEP_TIMEOUT)
@@ -230,8 +183,6 @@ class GrpcWorkerClient:
         Raises (here or from the iterator):
           OpError: the call failed (CancelledError once cancelled).
         """
-        if self._tf is not None:
-            return self._tf.stream_tensors(step_id, keys, timeout, cancellation)
         req = worker_pb2.RunGraphRequest(step_id=step_id, recv_key=keys)
         with calling(self._peer):
             call = self._recv_many(req.SerializeToString(),
@@ -251,7 +202,7 @@ class GrpcWorkerClient:
                 except grpc.RpcError as e:
                     if e.code() != grpc.StatusCode.UNIMPLEMENTED or self._is_ours():
                         raise
-                    self._turned_out_tensorflow()  # TF has no such stream: one by one
+                    self._hand_over()  # TF has no such stream: one by one
                     yield from ([(key, None)] for key in keys)
                     return
                 for frame in itertools.chain([first] if first is not None else [], call):
@@ -280,3 +231,8 @@ def run_graph_result(response, tensors: list) -> RunGraphResult:
         result.step_stats = response.step_stats
     return result
 
+
+# The calls a TensorFlow task's client makes instead once the task turns out TF.
+_HANDED_OVER = ("get_status", "create_worker_session", "delete_worker_session",
+                "register_graph", "deregister_graph", "run_graph", "cleanup_graph",
+                "cleanup_all", "recv_tensor", "stream_tensors")

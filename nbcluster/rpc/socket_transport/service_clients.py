@@ -24,15 +24,16 @@ from nbcluster.rpc.socket_transport.client import NOT_SERVED, DataPlanePeer
 class SocketWorkerClient(GrpcWorkerClient):
     """`transport.WorkerClient` for a worker on this host, over its data plane `plane`.
 
-    It overrides nbcluster's own calls (`_ours_*`); a task that turns out to be
-    TensorFlow is called in TF's dialect over gRPC (`GrpcWorkerClient`), never here.
+    It overrides nbcluster's own tensor calls; a task that turns out to be TensorFlow
+    (no socket, then UNIMPLEMENTED over gRPC) is called in TF's dialect from then on,
+    its client's methods bound over these (`GrpcWorkerClient._hand_over`).
     """
 
     def __init__(self, address: str, plane: DataPlanePeer, channel=None) -> None:
         super().__init__(address, channel)
         self._plane = plane
 
-    def _ours_run_graph(self, session_handle: str, graph_handle: str, step_id: int,
+    def run_graph(self, session_handle: str, graph_handle: str, step_id: int,
                         feeds: dict, fetches: list, timeout: Optional[float],
                         collect_stats: bool, partition_graphs: bool):
         req = run_graph_request(session_handle, graph_handle, step_id, fetches,
@@ -41,21 +42,19 @@ class SocketWorkerClient(GrpcWorkerClient):
                                  timeout if timeout is not None else STEP_TIMEOUT,
                                  probe=self.probe)
         if reply is NOT_SERVED:
-            return super()._ours_run_graph(session_handle, graph_handle, step_id, feeds,
+            return super().run_graph(session_handle, graph_handle, step_id, feeds,
                                            fetches, timeout, collect_stats, partition_graphs)
         return run_graph_result(*reply)
 
-    def _ours_recv_tensor(self, step_id: int, key: str, timeout: Optional[float],
+    def recv_tensor(self, step_id: int, key: str, timeout: Optional[float],
                           waiter=None):
         value = self._plane.recv_tensor(step_id, key, timeout, waiter)
         if value is NOT_SERVED:
-            return super()._ours_recv_tensor(step_id, key, timeout, waiter)
+            return super().recv_tensor(step_id, key, timeout, waiter)
         return value
 
     def stream_tensors(self, step_id: int, keys: list, timeout: Optional[float],
                        cancellation=None):
-        if self.tensorflow:  # TF's dialect: GrpcWorkerClient's
-            return super().stream_tensors(step_id, keys, timeout, cancellation)
         values = self._plane.stream_tensors(step_id, keys, timeout, cancellation)
         if values is None:
             return super().stream_tensors(step_id, keys, timeout, cancellation)
