@@ -33,9 +33,6 @@ class GrpcMasterClient:
         self._close = stub.CloseSession
         self._list = stub.ListDevices
         self._reset = stub.Reset
-        # A real TensorFlow server answers our CreateSession UNIMPLEMENTED: then
-        # every call goes to its own MasterService (`tensorflow_master_client`).
-        self._tensorflow = None
 
     def _timeout(self, default: float) -> float:
         ms = self._config.operation_timeout_in_ms
@@ -62,15 +59,22 @@ class GrpcMasterClient:
                 None, None, f"The master at {self._peer} did not answer CreateSession within "
                             f"{timeout:g}s: is its task up?") from None
         except errors.UnimplementedError:
-            from nbcluster.rpc.grpc_transport.tensorflow_master_client import TensorFlowMasterClient
-            self._tensorflow = TensorFlowMasterClient(self.address, timeout,
-                                                      self._timeout(_STEP_TIMEOUT))
-            return self._tensorflow.create_session(req)
+            return self._hand_over(timeout).create_session(req)
         return resp.session_handle, resp.graph_version
 
+    # A real TensorFlow server answers our CreateSession UNIMPLEMENTED: then every
+    # call goes to its own MasterService, the TF client's methods bound over these.
+    _tensorflow = None
+
+    def _hand_over(self, timeout: float):
+        from nbcluster.rpc.grpc_transport.tensorflow_master_client import TensorFlowMasterClient
+        tf = self._tensorflow = TensorFlowMasterClient(self.address, timeout,
+                                                       self._timeout(_STEP_TIMEOUT))
+        for name in ("extend_session", "run_step", "close_session", "list_devices", "reset"):
+            setattr(self, name, getattr(tf, name))
+        return tf
+
     def extend_session(self, handle: str, nodes: list, current_version: int) -> int:
-        if self._tensorflow is not None:
-            return self._tensorflow.extend_session(handle, nodes, current_version)
         req = master_pb2.ExtendSessionRequest(session_handle=handle,
                                               graph_def=nodes_to_proto(nodes),
                                               current_graph_version=current_version)
@@ -78,8 +82,6 @@ class GrpcMasterClient:
 
     def run_step(self, handle: str, feeds: dict, fetches: list, targets: list,
                  options=None) -> tuple:
-        if self._tensorflow is not None:
-            return self._tensorflow.run_step(handle, feeds, fetches, targets, options)
         req, timeout = self.run_step_request(handle, fetches, targets, options)
         with calling(self._peer):
             return run_step_result(self._run(req, list(feeds.items()), timeout), fetches)
@@ -96,8 +98,6 @@ class GrpcMasterClient:
         return req, timeout + 5.0
 
     def close_session(self, handle: str) -> None:
-        if self._tensorflow is not None:
-            return self._tensorflow.close_session(handle)
         try:
             self._call(self._close, master_pb2.CloseSessionRequest(session_handle=handle),
                        self._timeout(_CONTROL_TIMEOUT))
@@ -105,15 +105,11 @@ class GrpcMasterClient:
             pass
 
     def list_devices(self, handle: Optional[str] = None) -> list:
-        if self._tensorflow is not None:
-            return self._tensorflow.list_devices(handle)
         resp = self._call(self._list, master_pb2.ListDevicesRequest(session_handle=handle or ""),
                           self._timeout(_CONTROL_TIMEOUT))
         return list(resp.local_device) + list(resp.remote_device)
 
     def reset(self, containers: list) -> None:
-        if self._tensorflow is not None:
-            return self._tensorflow.reset(containers)
         # Waits for the server to come up, bounded by operation_timeout_in_ms.
         self._call(self._reset, master_pb2.ResetRequest(container=containers),
                    self._timeout(_CONTROL_TIMEOUT), wait_for_ready=True)

@@ -77,8 +77,6 @@ class SocketMasterClient(GrpcMasterClient):
 
     def run_step(self, handle: str, feeds: dict, fetches: list, targets: list,
                  options=None) -> tuple:
-        if self._tensorflow is not None:  # a TensorFlow master: its own MasterService
-            return super().run_step(handle, feeds, fetches, targets, options)
         req, timeout = self.run_step_request(handle, fetches, targets, options)
         reply = self._plane.call(RUN_STEP, req, list(feeds.items()), timeout, self._peer,
                                  self._probe)
