@@ -16,7 +16,7 @@ from nbcluster import errors
 from nbcluster.kernels.indexing import first_out_of_range, position_str, scatter_add
 from nbcluster.kernels.math import quiet
 from nbcluster.kernels.registry import register_kernel
-from nbcluster.kernels.state import _count_up_to, _updater
+from nbcluster.kernels.state import _count_up_to, _updater, scattered
 from nbcluster.runtime.resources import VariableResource
 
 DEVICES = ("CPU", "GPU")
@@ -200,31 +200,13 @@ def _scatter(op_type: str):
     apply = _SCATTER[op_type][0]
 
     def factory(node, device):
-        xp = device.xp
-
         def scatter(ctx, ref, indices, updates):
             with ref.lock:
                 current = read(node, ref)
                 _check_dtype(node, ref, updates)
-                rows = current.shape[0] if current.ndim else 0
-                _checked_rows(node, device, xp, indices, rows)
-                target = tuple(indices.shape) + tuple(current.shape[1:])
-                if updates.ndim and tuple(updates.shape) != target:
-                    raise errors.InvalidArgumentError(
-                        None, None, f"Must have updates.shape = indices.shape + "
-                                    f"params.shape[1:] or updates.shape = [], got "
-                                    f"updates.shape {list(updates.shape)}, indices.shape "
-                                    f"{list(indices.shape)}, params.shape "
-                                    f"{list(current.shape)}", node_name=node.name)
-                values = xp.broadcast_to(updates, target)
-                new = current.copy()  # the old array may still be a fetched snapshot
-                if apply is None:
-                    new[indices] = values
-                else:
-                    apply(xp, new, indices, values)
-                ref.write(new)
+                ref.write(scattered(node, device, current, indices, updates, apply))
             return ()
-        return quiet(xp, scatter)
+        return quiet(device.xp, scatter)
     return factory
 
 

@@ -84,35 +84,54 @@ def _is_initialized(node, device):
     return is_initialized
 
 
-def _scatter(op_type: str):
-    def factory(node, device):
-        xp = device.xp
+def scattered(node, device, current, indices, updates, apply):
+    """A copy of `current` whose rows `indices` took `updates` (the old array may
+    still be a fetched snapshot), as TF's ref and resource scatter kernels do.
 
+    Args:
+      apply: `apply(xp, new, indices, values)` updates the copy's rows in place
+        (repeated rows in order); None assigns them.
+    Raises:
+      InvalidArgumentError: an index is out of range, or `updates` is neither
+        scalar nor of shape indices.shape + current.shape[1:].
+    """
+    xp = device.xp
+    rows = current.shape[0] if current.ndim else 0
+    bad = first_out_of_range(device, xp, indices, rows)
+    if bad is not None:
+        raise errors.InvalidArgumentError(
+            None, None, f"{position_str('indices', bad[0])} = {bad[1]} is not in [0, {rows})",
+            node_name=node.name)
+    target = tuple(indices.shape) + tuple(current.shape[1:])
+    if updates.ndim and tuple(updates.shape) != target:
+        raise errors.InvalidArgumentError(
+            None, None, f"Must have updates.shape = indices.shape + params.shape[1:] or "
+                        f"updates.shape = [], got updates.shape {list(updates.shape)}, "
+                        f"indices.shape {list(indices.shape)}, params.shape "
+                        f"{list(current.shape)}", node_name=node.name)
+    values = xp.broadcast_to(updates, target)
+    new = current.copy()
+    if apply is None:
+        new[indices] = values
+    else:
+        apply(xp, new, indices, values)
+    return new
+
+
+def _subtract_rows(xp, target, indices, values) -> None:
+    scatter_add(xp, target, indices, -values)
+
+
+_REF_SCATTER = {"ScatterUpdate": None, "ScatterAdd": scatter_add, "ScatterSub": _subtract_rows}
+
+
+def _scatter(op_type: str):
+    apply = _REF_SCATTER[op_type]
+
+    def factory(node, device):
         def scatter(ctx, ref, indices, updates):
             with ref.lock:
-                current = ref.read()
-                rows = current.shape[0] if current.ndim else 0
-                bad = first_out_of_range(device, xp, indices, rows)
-                if bad is not None:
-                    raise errors.InvalidArgumentError(
-                        None, None, f"{position_str('indices', bad[0])} = {bad[1]} is not in "
-                                    f"[0, {rows})", node_name=node.name)
-                target = tuple(indices.shape) + tuple(current.shape[1:])
-                if updates.ndim and tuple(updates.shape) != target:
-                    raise errors.InvalidArgumentError(
-                        None, None, f"Must have updates.shape = indices.shape + "
-                                    f"params.shape[1:] or updates.shape = [], got "
-                                    f"updates.shape {list(updates.shape)}, indices.shape "
-                                    f"{list(indices.shape)}, params.shape "
-                                    f"{list(current.shape)}", node_name=node.name)
-                values = xp.broadcast_to(updates, target)
-                new = current.copy()  # the old array may still be a fetched snapshot
-                if op_type == "ScatterUpdate":
-                    new[indices] = values
-                else:
-                    scatter_add(xp, new, indices, values if op_type == "ScatterAdd"
-                                else -values)
-                ref.write(new)
+                ref.write(scattered(node, device, ref.read(), indices, updates, apply))
             return (ref,)
         return scatter
     return factory
