@@ -3,41 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from IPython.utils.capture import capture_output
 
 import nbcluster as tf
-from nbcluster.jupyter.failures import TfServerError
 
-from process_checks import error_lines, wait_gone
+from process_checks import wait_gone
 from slurm_local import squeue_ids
+from tfserver_cells import cell as _cell
+from tfserver_cells import line as _line
+from tfserver_cells import one_error as _one_error
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def _cell(ip, line: str, body: str):
-    """Runs `%%tfserver <line>` with `body`; (stdout, stderr, rich outputs). A failure
-    raises TfServerError (the cell goes red): its rendered lines stand in for stderr."""
-    return _run(ip.run_cell_magic, "tfserver", line, body)
-
-
-def _line(ip, line: str):
-    return _run(ip.run_line_magic, "tfserver", line)
-
-
-def _run(magic, *args):
-    with capture_output() as cap:
-        try:
-            magic(*args)
-        except TfServerError as e:
-            assert not cap.stderr, cap.stderr  # raised, not printed as well
-            return cap.stdout, "\n".join(e._render_traceback_()), cap.outputs
-    return cap.stdout, cap.stderr, cap.outputs
-
-
-def _one_error(err: str) -> str:
-    lines = error_lines(err)
-    assert len(lines) == 1 and lines[0].startswith("tfserver: error: "), err
-    return lines[0]
 
 
 @pytest.mark.parametrize("line, body, word", [
