@@ -23,6 +23,21 @@ def ps_matmul_step(target: str) -> np.ndarray:
         return sess.run(y)
 
 
+def spread_matmul(target: str) -> list:
+    """w = 3 (2x2, on ps:0), a = 2w (worker:0), a @ w (worker:1), run from `target`:
+    [[36, 36], [36, 36]] when the three tasks exchange tensors."""
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:0"):
+            w = tf.Variable(np.full((2, 2), 3.0, np.float32))
+        with tf.device("/job:worker/task:0"):
+            a = w * 2.0
+        with tf.device("/job:worker/task:1"):
+            b = tf.matmul(a, w)
+        with tf.Session(target) as sess:
+            sess.run(tf.global_variables_initializer())
+            return sess.run(b).tolist()
+
+
 def three_task_graph(w_value: np.ndarray) -> SimpleNamespace:
     """w (on ps:0) → y = x @ w (worker:0) → total = sum(2y) (worker:1).
 

@@ -5,12 +5,11 @@ import os
 import signal
 import time
 
-import numpy as np
 import pytest
 
-import nbcluster as tf
 from nbcluster.launch import Cluster, LaunchError
 
+from cluster_graphs import spread_matmul
 from process_checks import kill_pids, wait_gone
 
 distributed = pytest.importorskip("distributed", reason="the `dask` extra is not installed: "
@@ -27,19 +26,6 @@ def dask_client(tmp_path_factory):
     yield client
     client.close()
     cluster.close()
-
-
-def _graph_result(cluster) -> list:
-    with tf.Graph().as_default():
-        with tf.device("/job:ps/task:0"):
-            w = tf.Variable(np.full((2, 2), 3.0, np.float32))
-        with tf.device("/job:worker/task:0"):
-            a = w * 2.0
-        with tf.device("/job:worker/task:1"):
-            b = tf.matmul(a, w)
-        with tf.Session(cluster.target("worker", 0)) as sess:
-            sess.run(tf.global_variables_initializer())
-            return sess.run(b).tolist()
 
 
 def _worker_pid(client, name: str) -> int:
@@ -59,7 +45,7 @@ def test_dask_cluster_runs_a_graph_survives_a_worker_restart_and_stops(dask_clie
             ("ps", 0, "up"), ("worker", 0, "up"), ("worker", 1, "up")]
         assert all(s.address.startswith("127.0.0.1:") for s in statuses)
         assert len({s.address for s in statuses}) == 3
-        assert _graph_result(cluster) == [[36.0, 36.0], [36.0, 36.0]]
+        assert spread_matmul(cluster.target("worker", 0)) == [[36.0, 36.0], [36.0, 36.0]]
         assert "(dask, 3 tasks)" in repr(cluster)
         # the Dask worker of worker:1 dies; its nanny restarts it (same name) and the
         # plugin brings the task back at the same address
@@ -76,7 +62,7 @@ def test_dask_cluster_runs_a_graph_survives_a_worker_restart_and_stops(dask_clie
             time.sleep(0.3)
         assert now[("worker", 1)][0] == before[("worker", 1)][0]
         pids.append(now[("worker", 1)][1])
-        assert _graph_result(cluster) == [[36.0, 36.0], [36.0, 36.0]]
+        assert spread_matmul(cluster.target("worker", 0)) == [[36.0, 36.0], [36.0, 36.0]]
         target = cluster.restart("worker", 0)
         assert target == f"grpc://{before[('worker', 0)][0]}"
         pids.append(cluster.status()[1].pid)
@@ -97,13 +83,12 @@ def _tokenless_status_code(address: str):
     this process knows the cluster's CA)."""
     import grpc
 
-    from nbcluster.proto import worker_pb2
+    from nbcluster.proto import worker_pb2, worker_pb2_grpc
     from nbcluster.rpc.grpc_transport import tls
-    from nbcluster.rpc.grpc_transport.calls import unary_method
     channel = tls.open_channel(address, [])
     try:
-        unary_method(channel, "nbcluster.WorkerService", "GetStatus",
-                     worker_pb2.GetStatusResponse)(worker_pb2.GetStatusRequest(), timeout=10)
+        worker_pb2_grpc.WorkerServiceStub(channel).GetStatus(worker_pb2.GetStatusRequest(),
+                                                             timeout=10)
     except grpc.RpcError as e:
         return e.code()
     finally:
@@ -120,7 +105,7 @@ def test_a_dask_cluster_has_a_token_and_tls_on_no_command_line(dask_client, monk
     pids = []
     try:
         pids = list(cluster.pids.values())
-        assert _graph_result(cluster) == [[36.0, 36.0], [36.0, 36.0]]  # no user step
+        assert spread_matmul(cluster.target("worker", 0)) == [[36.0, 36.0], [36.0, 36.0]]  # no user step
         token = cluster._token
         address = cluster.spec.task_address("worker", 1)
         assert tls_material.ca_for(address) == cluster._ca.cert_pem

@@ -54,8 +54,7 @@ _DRIVER = textwrap.dedent("""
     out["graph"] = graph(cluster)  # the launcher's token sent with no user step
     # the token reached each task's environment, on no command line; a call without it fails
     import grpc
-    from nbcluster.proto import worker_pb2
-    from nbcluster.rpc.grpc_transport.calls import unary_method
+    from nbcluster.proto import worker_pb2, worker_pb2_grpc
     token = cluster._token.encode()
     out["token_in_argv"] = any(token in open(f"/proc/{s.pid}/cmdline", "rb").read()
                                for s in first)
@@ -64,8 +63,8 @@ _DRIVER = textwrap.dedent("""
                               for s in first)
     with grpc.insecure_channel(first[1].address) as channel:
         try:
-            unary_method(channel, "nbcluster.WorkerService", "GetStatus",
-                         worker_pb2.GetStatusResponse)(worker_pb2.GetStatusRequest(), timeout=10)
+            worker_pb2_grpc.WorkerServiceStub(channel).GetStatus(
+                worker_pb2.GetStatusRequest(), timeout=10)
             out["tokenless"] = "OK"
         except grpc.RpcError as e:
             out["tokenless"] = e.code().name

@@ -8,31 +8,17 @@ import sys
 import textwrap
 import time
 
-import numpy as np
 import pytest
 
-import nbcluster as tf
 from nbcluster.launch import Cluster, LaunchError
 from nbcluster.launch.process import child_env
 from nbcluster.launch.slurm import SlurmLauncher
 
+from cluster_graphs import spread_matmul
 from process_checks import alive, kill_pids, wait_gone
 from slurm_local import squeue_ids, wait_job_gone, wait_job_running
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def _graph_result(cluster) -> list:
-    with tf.Graph().as_default():
-        with tf.device("/job:ps/task:0"):
-            w = tf.Variable(np.full((2, 2), 3.0, np.float32))
-        with tf.device("/job:worker/task:0"):
-            a = w * 2.0
-        with tf.device("/job:worker/task:1"):
-            b = tf.matmul(a, w)
-        with tf.Session(cluster.target("worker", 0)) as sess:
-            sess.run(tf.global_variables_initializer())
-            return sess.run(b).tolist()
 
 
 def _steps(job_id: str) -> list:
@@ -91,7 +77,7 @@ def test_slurm_cluster_runs_a_graph_and_stop_leaves_nothing(slurm):
         assert len({s.address for s in statuses}) == 3
         assert _steps(job_id) == ["batch", "nbc-ps-0", "nbc-worker-0", "nbc-worker-1"]
         assert not set(sruns) & set(pids)  # the servers are slurmstepd's, not ours
-        assert _graph_result(cluster) == [[36.0, 36.0], [36.0, 36.0]]
+        assert spread_matmul(cluster.target("worker", 0)) == [[36.0, 36.0], [36.0, 36.0]]
         assert "serving /job:ps/task:0" in cluster.logs("ps", 0)
         assert f"(slurm, 3 tasks, Slurm job {job_id} RUNNING)" in repr(cluster)
         cluster.stop()
@@ -106,7 +92,7 @@ def test_slurm_cluster_runs_a_graph_and_stop_leaves_nothing(slurm):
 
 def test_a_slurm_cluster_gets_a_token_and_tls_on_no_command_line(slurm):
     with Cluster.slurm(ps=1, worker=2, timeout=120, tls=True) as cluster:
-        assert _graph_result(cluster) == [[36.0, 36.0], [36.0, 36.0]]
+        assert spread_matmul(cluster.target("worker", 0)) == [[36.0, 36.0], [36.0, 36.0]]
         token = cluster._token
         assert token and cluster._ca is not None
         for pid in list(cluster.pids.values()) + [t.process.pid for t in
@@ -127,7 +113,7 @@ def test_restart_of_one_task_keeps_its_address(slurm):
         assert not alive(before["worker1"][1])
         assert {k: after[k] for k in ("ps0", "worker0")} == \
             {k: before[k] for k in ("ps0", "worker0")}  # the others untouched
-        assert _graph_result(cluster) == [[36.0, 36.0], [36.0, 36.0]]
+        assert spread_matmul(cluster.target("worker", 0)) == [[36.0, 36.0], [36.0, 36.0]]
         assert [s.state for s in cluster.status()] == ["up"] * 3
 
 
