@@ -63,6 +63,8 @@ class Network:
 
 
 class _Client:
+    needs_cleanup = False  # as our gRPC client to one of our tasks
+
     def __init__(self, net: Network, address: str) -> None:
         self._net, self._address = net, address
 
