@@ -96,6 +96,11 @@ from nbcluster import initializers, random
 from nbcluster import data, io
 from nbcluster import io as python_io
 from nbcluster.ops.control_flow import Assert
+# TF2 graphs' call, If and While ops and the lists and optionals their gradients keep
+# intermediates in, for import_graph_def
+from nbcluster.ops import functional as _functional
+from nbcluster.ops import optional as _optional
+from nbcluster.ops import tensor_list as _tensor_list
 from nbcluster.ops.control_flow_cond import case, cond
 from nbcluster.ops.control_flow_tensor_array import TensorArray
 from nbcluster.ops.control_flow_while import while_loop

@@ -12,6 +12,7 @@ import numpy as np
 from nbcluster import errors
 from nbcluster.framework import dtypes
 from nbcluster.framework.func_attr import FuncAttr, fill_func, read_func
+from nbcluster.framework.function_library import FunctionLibrary
 from nbcluster.framework.node import Node
 from nbcluster.framework.tensor_shape import TensorShape
 from nbcluster.framework.tensor_util import make_ndarray, make_tensor_proto
@@ -96,8 +97,12 @@ def _dtype(enum: int):
         raise errors.InvalidArgumentError(None, None, f"unknown DataType enum {enum}") from None
 
 
-def attr_from_proto(attr):
+def attr_from_proto(attr, functions=None):
     """The Python value of an AttrValue.
+
+    Args:
+      functions: the GraphDef's FunctionLibrary (function_library.py), where a
+        `func` attr may name a library function instead of carrying its body.
 
     Raises:
       InvalidArgumentError: a kind nbcluster has no use for (`placeholder`),
@@ -125,6 +130,9 @@ def attr_from_proto(attr):
     if kind is None:
         return []
     if kind == "func":
+        if functions is not None and "_body" not in attr.func.attr and \
+                attr.func.name in functions:
+            return functions.get(attr.func.name)
         return read_func(attr.func, graph_pb2.GraphDef, nodes_from_proto, attr_from_proto)
     raise errors.InvalidArgumentError(
         None, None, f"attr kind {kind!r} is not supported (attr "
@@ -139,8 +147,10 @@ def node_to_proto(node: Node) -> "graph_pb2.NodeDef":
     return proto
 
 
-def node_from_proto(proto) -> Node:
+def node_from_proto(proto, functions=None) -> Node:
     """A Node from a NodeDef (a peer's: every problem is an OpError naming the node).
+
+    `functions`: as attr_from_proto's.
 
     Raises:
       InvalidArgumentError: an attr that cannot be read (see attr_from_proto).
@@ -149,7 +159,7 @@ def node_from_proto(proto) -> Node:
     attrs = {}
     for key, value in proto.attr.items():
         try:
-            attrs[key] = attr_from_proto(value)
+            attrs[key] = attr_from_proto(value, functions)
         except errors.OpError as e:
             raise type(e)(None, None, f"NodeDef {proto.name!r} ({proto.op}) attr {key!r}: "
                                       f"{e.message}", node_name=proto.name) from None
@@ -168,4 +178,8 @@ def nodes_to_proto(nodes: Iterable[Node]) -> "graph_pb2.GraphDef":
 
 
 def nodes_from_proto(graph_def) -> list:
-    return [node_from_proto(n) for n in graph_def.node]
+    """The GraphDef's Nodes; functions of its library ride in their callers' attrs."""
+    functions = None
+    if graph_def.library.function:
+        functions = FunctionLibrary(graph_def.library, node_from_proto)
+    return [node_from_proto(n, functions) for n in graph_def.node]

@@ -5,6 +5,7 @@ Its own module since it builds ops in a graph while `graph_def` only converts
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Optional
 
 from nbcluster.framework.graph import get_default_graph
@@ -42,10 +43,12 @@ def import_graph_def(graph_def, input_map: Optional[dict] = None,
                     inputs.append(None)
             for slot, _, _ in later:
                 inputs[slot] = next(t for t in inputs if t is not None)
-            with graph.control_dependencies(controls):
+            # The node's own device is the innermost scope: enclosing device
+            # scopes fill in what it leaves unset, as in TF's importer.
+            with graph.control_dependencies(controls), \
+                    graph.device(node.device) if node.device else contextlib.nullcontext():
                 op = graph.create_op(node.op, inputs, dict(node.attrs),
                                      name=scope + node.name + "/")
-            op._set_device(node.device)
             created[node.name] = op
             back_edges.extend((op, slot, src, index) for slot, src, index in later)
     for op, slot, src, index in back_edges:

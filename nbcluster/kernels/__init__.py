@@ -8,7 +8,8 @@ __all__ = ["get_kernel_factory", "has_kernel", "register_kernel", "load_all"]
 FAMILIES = ("array", "control", "fill", "io", "linalg", "math", "nn", "queue", "random",
             "reduction", "shapes", "slicing", "state", "training",
             "indexing", "logic", "accumulator", "summary", "data", "control_flow",
-            "control_flow_tensor_array", "resource_variables")
+            "control_flow_tensor_array", "resource_variables", "functional",
+            "tensor_list", "optional")
 
 
 def load_all() -> None:

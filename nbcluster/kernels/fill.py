@@ -26,6 +26,8 @@ def _fill(node, device):
 def _like(fill_value, string_value):
     def factory(node, device):
         def compute(ctx, x):
+            if not hasattr(x, "dtype"):  # a variant (kernels/tensor_list.py, optional.py)
+                return (x.zeros_like(),)
             if x.dtype == object:
                 out = np.empty(x.shape, dtype=object)
                 out[...] = string_value
