@@ -65,6 +65,11 @@ FIGURES = {
     "tiny_grpc": ("tiny run over gRPC, op on the master's task", "us", False, 2.0),
     "tiny_hop_ps": ("tiny run, one hop to a ps", "us", False, 2.0),
     "server_start": ("server start in a warm process, to first result", "ms", False, 1.0),
+    # CPU time per step, all threads of the process (wall time on a shared host is noisy)
+    "cpu_worker_2w": ("CPU per step, a worker of 2", "ms", False, None),
+    "cpu_ps_2w": ("CPU per aggregate step, the ps of 2 workers", "ms", False, None),
+    "cpu_worker_1w": ("CPU per step, the worker of 1", "ms", False, None),
+    "cpu_ps_1w": ("CPU per step, the ps of 1 worker", "ms", False, None),
 }
 
 
@@ -148,9 +153,10 @@ def _cluster(workers: int) -> str:
 def _ps_and_workers(impl: str, workers: int, measure: str, opts: dict) -> list:
     spec = _cluster(workers)
     with _Tasks(impl) as tasks:
-        tasks.result(tasks.start("ps", cluster=spec))
+        ps = tasks.start("ps", cluster=spec)
+        tasks.result(ps)
         procs = [tasks.start("worker", cluster=spec, task=i, measure=measure,
-                             steps=opts["steps"], reps=opts["reps"])
+                             steps=opts["steps"], reps=opts["reps"], **{"ps-pid": ps.pid})
                  for i in range(workers)]
         return [tasks.result(p) for p in procs]
 
@@ -161,13 +167,28 @@ def _aggregate(rows: list) -> float:
                                              - min(t["start"] for t in train))
 
 
+def _cpu_ms(rows: list, suffix: str) -> dict:
+    """Milliseconds of CPU per step: each worker's (median over workers) and
+    the ps's over the training window (first start to last end), per aggregate step."""
+    train = [r["train"] for r in rows]
+    steps = sum(t["steps"] for t in train)
+    ps_ns = max(t["ps_cpu_ns"][1] for t in train) - min(t["ps_cpu_ns"][0] for t in train)
+    return {f"cpu_worker_{suffix}": statistics.median(t["cpu_ns"] / t["steps"] for t in train)
+            / 1e6, f"cpu_ps_{suffix}": ps_ns / steps / 1e6}
+
+
 def layout_two_workers(impl: str, opts: dict) -> dict:
-    return {"ps_training_2w": _aggregate(_ps_and_workers(impl, 2, "train", opts))}
+    rows = _ps_and_workers(impl, 2, "train", opts)
+    return {"ps_training_2w": _aggregate(rows), **_cpu_ms(rows, "2w")}
 
 
 def layout_one_worker(impl: str, opts: dict) -> dict:
-    (row,) = _ps_and_workers(impl, 1, "train,transfer,hop", opts)
-    return {"ps_training_1w": _aggregate([row]), "transfer_1MiB": row["transfer"]["1MiB"],
+    measure = "train" if opts.get("train_only") else "train,transfer,hop"
+    (row,) = _ps_and_workers(impl, 1, measure, opts)
+    if opts.get("train_only"):
+        return {"ps_training_1w": _aggregate([row]), **_cpu_ms([row], "1w")}
+    return {"ps_training_1w": _aggregate([row]), **_cpu_ms([row], "1w"),
+            "transfer_1MiB": row["transfer"]["1MiB"],
             "transfer_64MiB": row["transfer"]["64MiB"], "tiny_hop_ps": row["hop_us"]}
 
 
@@ -197,6 +218,15 @@ def layout_server_start(impl: str, opts: dict) -> dict:
 
 LAYOUTS = [layout_two_workers, layout_one_worker, layout_one_process, layout_grpc_client,
            layout_server_start]
+# the figures each layout gives, for --figures
+LAYOUT_FIGURES = {
+    layout_two_workers: {"ps_training_2w", "cpu_worker_2w", "cpu_ps_2w"},
+    layout_one_worker: {"ps_training_1w", "cpu_worker_1w", "cpu_ps_1w", "transfer_1MiB",
+                        "transfer_64MiB", "tiny_hop_ps"},
+    layout_one_process: {"one_process"},
+    layout_grpc_client: {"tiny_grpc"},
+    layout_server_start: {"server_start"},
+}
 
 
 def _speed_ratio(figure: str, nb: Optional[float], tf: Optional[float]) -> Optional[float]:
@@ -210,11 +240,12 @@ def _row(figure: str, samples: dict) -> dict:
     nb, tf = values.get("nb"), values.get("tf")
     ratio = _speed_ratio(figure, nb, tf)
     what, unit, _, goal = FIGURES[figure]
+    met = None if ratio is None or goal is None else ratio >= goal
     return {"bench": "vs_tensorflow", "figure": figure, "what": what, "unit": unit,
             "nbcluster": None if nb is None else round(nb, 3),
             "tensorflow": None if tf is None else round(tf, 3),
             "speed_ratio": None if ratio is None else round(ratio, 2), "goal": goal,
-            "met": None if ratio is None else ratio >= goal,
+            "met": met,
             "samples": {k: [round(x, 3) for x in v] for k, v in samples.items()}}
 
 
@@ -226,8 +257,9 @@ def _table(rows: list) -> str:
             return "—" if v is None else f"{v:.3g}" if v < 10 else f"{v:.0f}"
         ratio = "—" if r["speed_ratio"] is None else f"{r['speed_ratio']:.2f}×"
         met = "—" if r["met"] is None else ("yes" if r["met"] else "no")
+        goal = "—" if r["goal"] is None else f"≥ {r['goal']}×"
         out.append(f"| {r['what']} ({r['unit']}) | {fmt(r['tensorflow'])} | "
-                   f"{fmt(r['nbcluster'])} | {ratio} | ≥ {r['goal']}× | {met} |")
+                   f"{fmt(r['nbcluster'])} | {ratio} | {goal} | {met} |")
     return "\n".join(out)
 
 
@@ -237,10 +269,21 @@ def main() -> None:
                         help="one round, fewer steps and repetitions (about a minute)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds (default 2; quick 1)")
     parser.add_argument("--no-tf", action="store_true", help="nbcluster only")
+    parser.add_argument("--figures", default="",
+                        help="comma-separated figures to measure (default all): "
+                             + ", ".join(FIGURES) + "; a layout runs if it gives one "
+                             "(only PS training asked of the 1-worker layout: it skips the "
+                             "transfers and the hop)")
     args = parser.parse_args()
+    wanted = set(args.figures.split(",")) - {""} if args.figures else set(FIGURES)
+    unknown = wanted - set(FIGURES)
+    if unknown:
+        parser.error(f"unknown figures {sorted(unknown)}; known: {', '.join(FIGURES)}")
+    layouts = [lay for lay in LAYOUTS if LAYOUT_FIGURES[lay] & wanted]
     rounds = args.rounds or (1 if args.quick else 2)
     opts = {"steps": 100 if args.quick else 200, "reps": 100 if args.quick else 300,
-            "starts": 2 if args.quick else 3}
+            "starts": 2 if args.quick else 3,
+            "train_only": not wanted & {"transfer_1MiB", "transfer_64MiB", "tiny_hop_ps"}}
     have_tf = not args.no_tf and importlib.util.find_spec("tensorflow") is not None
     subprocess.run([sys.executable, "-m", "compileall", "-q",
                     os.path.join(REPO_ROOT, "nbcluster")], check=False, stdout=subprocess.DEVNULL)
@@ -252,7 +295,7 @@ def main() -> None:
           flush=True)
     samples = {f: {impl: [] for impl in impls} for f in FIGURES}
     for r in range(rounds):
-        for i, layout in enumerate(LAYOUTS):
+        for i, layout in enumerate(layouts):
             order = impls if (r + i) % 2 == 0 else impls[::-1]
             for impl in order:
                 t0 = time.perf_counter()
@@ -266,7 +309,7 @@ def main() -> None:
                 print(f"# round {r + 1} {layout.__name__} {impl}: "
                       + ", ".join(f"{k}={v:.4g}" for k, v in got.items())
                       + f" ({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
-    rows = [_row(f, samples[f]) for f in FIGURES]
+    rows = [_row(f, samples[f]) for f in FIGURES if samples[f].get("nb") or f in wanted]
     for row in rows:
         print(json.dumps(row), flush=True)
     print(_table(rows), flush=True)

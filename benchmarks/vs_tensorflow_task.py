@@ -73,6 +73,20 @@ def _mlp(tf, global_step):
     return x, labels, loss, train
 
 
+def cpu_ns(pid: int) -> int:
+    """CPU time (ns) process `pid` has used, all its live threads summed
+    (schedstat: nanoseconds, where /proc/<pid>/stat counts 10 ms ticks)."""
+    total = 0
+    base = f"/proc/{pid}/task"
+    for tid in os.listdir(base):
+        try:
+            with open(f"{base}/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass  # a thread that ended meanwhile
+    return total
+
+
 def _wait_until(predicate, what: str) -> None:
     deadline = time.monotonic() + 120
     while not predicate():
@@ -81,7 +95,7 @@ def _wait_until(predicate, what: str) -> None:
         time.sleep(0.01)
 
 
-def _train(tf, target: str, cluster, task: int, steps: int) -> dict:
+def _train(tf, target: str, cluster, task: int, steps: int, ps_pid: int) -> dict:
     """Between-graph training on the ps; the workers start together (a counter on the ps)."""
     workers = cluster.num_tasks("worker")
     with tf.Graph().as_default():
@@ -102,12 +116,15 @@ def _train(tf, target: str, cluster, task: int, steps: int) -> dict:
                 s.run(train, feed)
             s.run(mark_ready)
             _wait_until(lambda: s.run(ready) >= workers, "the start barrier")
+            cpu0 = (cpu_ns(os.getpid()), cpu_ns(ps_pid) if ps_pid else 0)
             start = time.time()
             for feed in feeds[WARMUP:]:
                 s.run(train, feed)
             end = time.time()
+            cpu1 = (cpu_ns(os.getpid()), cpu_ns(ps_pid) if ps_pid else 0)
             last = float(s.run(loss, feeds[-1]))
-    return {"start": start, "end": end, "steps": steps, "loss": last}
+    return {"start": start, "end": end, "steps": steps, "loss": last,
+            "cpu_ns": cpu1[0] - cpu0[0], "ps_cpu_ns": (cpu0[1], cpu1[1])}
 
 
 def _transfer(tf, target: str, sizes: list, reps: int) -> dict:
@@ -193,6 +210,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--reps", type=int, default=200)
     p.add_argument("--target", default="")
+    p.add_argument("--ps-pid", type=int, default=0, help="the ps process, for its CPU time")
     args = p.parse_args()
     tf = _load(args.impl)
     cluster = tf.train.ClusterSpec(json.loads(args.cluster)) if args.cluster != "{}" else None
@@ -207,7 +225,8 @@ def main() -> None:
         server = tf.train.Server(cluster, job_name="worker", task_index=args.task)
         for what in args.measure.split(","):
             if what == "train":
-                result["train"] = _train(tf, server.target, cluster, args.task, args.steps)
+                result["train"] = _train(tf, server.target, cluster, args.task, args.steps,
+                                         args.ps_pid)
             elif what == "transfer":
                 result["transfer"] = _transfer(tf, server.target, [1, 64], max(3, args.reps // 20))
             elif what == "hop":

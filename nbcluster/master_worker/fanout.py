@@ -14,15 +14,21 @@ from nbcluster.master_worker.transport import InProcessWorkerClient
 
 
 def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],
-                   timeout: Optional[float], pool: Executor) -> list:
+                   timeout: Optional[float], pool: Executor,
+                   start: Optional[Callable] = None) -> list:
     """[run(part) for part in parts], run concurrently.
 
-    Remote partitions go first, each on a pool thread (a producer started
-    late stalls every partition that waits on it); the in-process one runs
-    on this thread (several: all but one go to the pool too). gRPC's own
-    non-blocking calls would start a thread per step. The first error, from
-    any partition in any order, calls `cleanup` once, which cancels the
-    others (they may be blocked on its tensors).
+    Remote partitions go first (a producer started late stalls every
+    partition that waits on it): those `start(part, on_error)` sends at once
+    (it returns an object whose `finish()` reads the result, or None) are
+    read on this thread once its own partition ran, so the step wakes no
+    pool thread for them (~80 µs a wake); the others each go to a pool
+    thread. The in-process partition runs on this thread (several: all but
+    one go to the pool too). gRPC's own non-blocking calls would start a
+    thread per step. The first error, from any partition in any order, calls
+    `cleanup` once, which cancels the others (they may be blocked on its
+    tensors); a started call's error that lands while this thread is busy
+    calls its `on_error`, which does that too.
 
     Raises:
       OpError: the first partition's error (a CancelledError only if no
@@ -33,7 +39,6 @@ def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],
         return [run(parts[0])]
     local = [i for i, p in enumerate(parts) if isinstance(p.client, InProcessWorkerClient)]
     remote = [i for i in range(len(parts)) if i not in local]
-    futures = {pool.submit(run, parts[i]): i for i in remote + local[:-1]}
     cancel_lock = threading.Lock()
     cancelled = [False]
 
@@ -44,19 +49,47 @@ def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],
             cancelled[0] = True
         cleanup()
 
-    if local:
-        def on_done(future) -> None:
-            if future.exception() is not None and not cancelled[0]:
-                pool.submit(cancel_all)
+    def on_error() -> None:
+        if not cancelled[0]:
+            pool.submit(cancel_all)
+
+    started = {}
+    if start is not None:
+        for i in remote:
+            call = start(parts[i], on_error)
+            if call is not None:
+                started[i] = call
+    try:
+        futures = {pool.submit(run, parts[i]): i
+                   for i in remote + local[:-1] if i not in started}
         for future in list(futures):
-            future.add_done_callback(on_done)
-        inline: Future = Future()
-        try:
-            inline.set_result(run(parts[local[-1]]))
-        except errors.OpError as e:
-            inline.set_exception(e)
-        futures[inline] = local[-1]
+            future.add_done_callback(lambda f: f.exception() is not None and on_error())
+        if local:
+            futures[_inline(run, parts[local[-1]])] = local[-1]
+            if any(f.done() and f.exception() is not None for f in futures):
+                cancel_all()  # before waiting on started calls that may wait on it
+        while started:
+            i, call = started.popitem()
+            future = _inline(call.finish)
+            futures[future] = i
+            if future.exception() is not None:
+                cancel_all()
+    except BaseException:  # not an OpError (those are results): drop what was started
+        for call in started.values():
+            call.abandon()
+        cancel_all()
+        raise
     return _gather(futures, len(parts), timeout, cancel_all, cancelled)
+
+
+def _inline(fn: Callable, *args) -> Future:
+    """`fn(*args)` run on this thread, as a done Future (an OpError its exception)."""
+    future: Future = Future()
+    try:
+        future.set_result(fn(*args))
+    except errors.OpError as e:
+        future.set_exception(e)
+    return future
 
 
 def _gather(futures: dict, count: int, timeout: Optional[float], cancel_all: Callable,

@@ -368,11 +368,17 @@ class Master:
                                          {f: feeds[f] for f in part.feeds}, part.fetches,
                                          timeout, trace, graphs)
 
+        def start(part: Part, on_error):  # sent now, read on this thread (fanout.py)
+            begin = getattr(part.client, "start_run_graph", None)
+            return None if begin is None else begin(
+                part.handle.session, part.handle.graph, step_id,
+                {f: feeds[f] for f in part.feeds}, part.fetches, timeout, trace, graphs, on_error)
+
         def cleanup() -> None:
             for part in plan.parts:
                 _quietly(part.client, "cleanup_graph", step_id)
 
-        results = run_partitions(plan.parts, run, cleanup, timeout, _POOL)
+        results = run_partitions(plan.parts, run, cleanup, timeout, _POOL, start)
         for part in plan.cleanup_after:  # TF's workers keep a step's rendezvous until
             _POOL.submit(_quietly, part.client, "cleanup_graph", step_id)  # told, as TF's does
         return results

@@ -34,6 +34,7 @@ from nbcluster.rpc.socket_transport.connections import (  # noqa: F401
     socket_name,
 )
 from nbcluster.rpc.socket_transport.handshake import hello
+from nbcluster.rpc.socket_transport.reply_watch import WATCH
 
 _IDLE_PER_PEER = 4
 NOT_SERVED = object()  # `recv_tensor`'s answer when the data plane cannot ask the peer
@@ -116,23 +117,23 @@ class DataPlanePeer:
         Raises:
           OpError: as the gRPC path raises them.
         """
-        label = label or self.label
+        pending = self.start_call(kind, request, feeds, timeout, label, probe)
+        return NOT_SERVED if pending is NOT_SERVED else pending.finish()
+
+    def start_call(self, kind: int, request, feeds: list, timeout: Optional[float],
+                   label: Optional[str] = None, probe: Optional[Callable[[], None]] = None,
+                   on_error: Optional[Callable[[], None]] = None):
+        """`call`, sent now and read by `PendingCall.finish()` later (on the
+        calling thread, which meanwhile runs its own work); NOT_SERVED when the
+        peer has no data plane. `on_error`, if given, is called (on another
+        thread) when the reply turns out an error, or a probe fails, before
+        `finish` was called (`reply_watch`)."""
         conn = self._send(calls.encode_request(kind, request, feeds, timeout), timeout)
         if conn is None:
             return NOT_SERVED
         conn.begin()
-        try:
-            if probe is not None:
-                await_reply(conn, probe)
-            reply = self._read(conn, functools.partial(calls.read_reply, kind=kind), label)
-        except BaseException:
-            conn.end()
-            conn.sock.close()  # the reply was not read to its end: the framing is lost
-            raise
-        self._release(conn)
-        if len(reply) == 3:  # (code, message, node): the peer's error
-            raise remote_error(*reply, label)
-        return reply
+        watched = WATCH.watch(conn.sock, on_error, probe) if on_error is not None else None
+        return PendingCall(self, conn, kind, label or self.label, probe, watched)
 
     def _request(self, kind: int, step_id: int, keys: list,
                  timeout: Optional[float]) -> Optional[Conn]:
@@ -260,6 +261,53 @@ class DataPlanePeer:
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.sock.close()
+
+
+class PendingCall:
+    """A RunGraph or RunStep sent over the data plane, its reply not read yet.
+
+    Exactly one of `finish` or `abandon` must follow, on any one thread.
+    """
+
+    def __init__(self, peer: DataPlanePeer, conn: Conn, kind: int, label: str,
+                 probe: Optional[Callable[[], None]], watched) -> None:
+        self._peer, self._conn, self._kind = peer, conn, kind
+        self._label, self._probe, self._watched = label, probe, watched
+
+    def finish(self):
+        """(response message, [(name, ndarray)]), read now (waiting for it).
+
+        Raises:
+          OpError: as `DataPlanePeer.call` raises them.
+        """
+        conn, peer = self._conn, self._peer
+        try:
+            self._unwatch()
+            if self._probe is not None:
+                await_reply(conn, self._probe)
+            reply = peer._read(conn, functools.partial(calls.read_reply, kind=self._kind),
+                               self._label)
+        except BaseException:
+            conn.end()
+            conn.sock.close()  # the reply was not read to its end: the framing is lost
+            raise
+        peer._release(conn)
+        if len(reply) == 3:  # (code, message, node): the peer's error
+            raise remote_error(*reply, self._label)
+        return reply
+
+    def abandon(self) -> None:
+        """Drops the call unread: closes its connection (the peer sees the hang-up)."""
+        self._unwatch()
+        self._conn.end()
+        self._conn.sock.close()
+
+    def _unwatch(self) -> None:
+        watched, self._watched = self._watched, None
+        if watched is not None:
+            WATCH.unwatch(watched)
+            if watched.failure is not None:  # the peer failed its probe meanwhile
+                raise watched.failure
 
 
 def forget_all() -> None:

@@ -8,7 +8,7 @@ with NBCLUSTER_DATA_PLANE=grpc, or is another host's task on a shared port).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from nbcluster.rpc.grpc_transport.master_client import GrpcMasterClient, run_step_result
 from nbcluster.rpc.grpc_transport.worker_client import (
@@ -46,6 +46,24 @@ class SocketWorkerClient(GrpcWorkerClient):
                                            fetches, timeout, collect_stats, partition_graphs)
         return run_graph_result(*reply)
 
+    def start_run_graph(self, session_handle: str, graph_handle: str, step_id: int,
+                        feeds: dict, fetches: list, timeout: Optional[float],
+                        collect_stats: bool, partition_graphs: bool,
+                        on_error: Callable[[], None]) -> Optional["StartedRunGraph"]:
+        """`run_graph`, sent now: its `finish()` reads the result (on the
+        calling thread, once it has run its own partition), or None where
+        this peer takes `run_graph` only (TensorFlow's, or no data plane).
+        `on_error` runs (on another thread) if the reply is an error that
+        lands before the result is asked for (`socket_transport.reply_watch`)."""
+        if self.tensorflow:
+            return None
+        req = run_graph_request(session_handle, graph_handle, step_id, fetches,
+                                collect_stats, partition_graphs)
+        pending = self._plane.start_call(RUN_GRAPH, req, list(feeds.items()),
+                                         timeout if timeout is not None else STEP_TIMEOUT,
+                                         probe=self.probe, on_error=on_error)
+        return None if pending is NOT_SERVED else StartedRunGraph(pending)
+
     def recv_tensor(self, step_id: int, key: str, timeout: Optional[float],
                           waiter=None):
         value = self._plane.recv_tensor(step_id, key, timeout, waiter)
@@ -59,6 +77,21 @@ class SocketWorkerClient(GrpcWorkerClient):
         if values is None:
             return super().stream_tensors(step_id, keys, timeout, cancellation)
         return values
+
+
+class StartedRunGraph:
+    """A RunGraph sent over the data plane; `finish` or `abandon` follows, once."""
+
+    def __init__(self, pending) -> None:
+        self._pending = pending
+
+    def finish(self):
+        """The RunGraphResult, read now. Raises: OpError, as `run_graph`."""
+        return run_graph_result(*self._pending.finish())
+
+    def abandon(self) -> None:
+        """Drops the call unread (its peer sees the hang-up and ends the step)."""
+        self._pending.abandon()
 
 
 class SocketMasterClient(GrpcMasterClient):

@@ -46,7 +46,7 @@ def run_graph_calls(monkeypatch) -> dict:
     """Counts RunGraph calls by transport; gRPC's is replaced by a spy that still calls it."""
     calls = {"grpc": 0, "plane": 0}
     original_init = GrpcWorkerClient.__init__
-    original_plane = data_plane_client.DataPlanePeer.call
+    original_plane = data_plane_client.DataPlanePeer.start_call
 
     def init(self, *a, **k):
         original_init(self, *a, **k)
@@ -61,7 +61,7 @@ def run_graph_calls(monkeypatch) -> dict:
         calls["plane"] += kind == frames.RUN_GRAPH
         return original_plane(self, kind, *a, **k)
     monkeypatch.setattr(GrpcWorkerClient, "__init__", init)
-    monkeypatch.setattr(data_plane_client.DataPlanePeer, "call", plane)
+    monkeypatch.setattr(data_plane_client.DataPlanePeer, "start_call", plane)
     return calls
 
 

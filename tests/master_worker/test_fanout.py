@@ -1,0 +1,134 @@
+"""The step fan-out: started calls are read on the calling thread after its own
+partition, with no pool thread; any partition's error cancels the others once."""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
+
+import pytest
+
+from nbcluster import errors
+from nbcluster.master_worker.fanout import run_partitions
+from nbcluster.master_worker.transport import InProcessWorkerClient
+
+pytestmark = pytest.mark.timeout(60)
+_WAIT_S = 10.0
+
+
+class _CountingPool(ThreadPoolExecutor):
+    def __init__(self) -> None:
+        super().__init__(max_workers=4)
+        self.submitted = 0
+
+    def submit(self, *args, **kwargs):
+        self.submitted += 1
+        return super().submit(*args, **kwargs)
+
+
+@pytest.fixture
+def pool():
+    executor = _CountingPool()
+    yield executor
+    executor.shutdown(wait=True)
+
+
+LOCAL = SimpleNamespace(name="local", client=InProcessWorkerClient(None))
+REMOTE = SimpleNamespace(name="remote", client=object())
+
+
+class _Started:
+    """A started remote call: `finish` gives `result` (or raises `error`)."""
+
+    def __init__(self, log: list, result="remote result", error=None) -> None:
+        self.log, self.result, self.error = log, result, error
+        self.thread = None
+
+    def finish(self):
+        self.thread = threading.get_ident()
+        self.log.append("finish")
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    def abandon(self) -> None:
+        self.log.append("abandon")
+
+
+def test_a_started_call_is_read_on_the_calling_thread_after_its_partition(pool):
+    log: list = []
+    started = _Started(log)
+
+    def run(part):
+        assert part is LOCAL  # the remote one was started, not run
+        log.append("local")
+        return "local result"
+    out = run_partitions([REMOTE, LOCAL], run, lambda: log.append("cleanup"), None, pool,
+                         start=lambda part, on_error: started)
+    assert out == ["remote result", "local result"]
+    assert log == ["local", "finish"]
+    assert started.thread == threading.get_ident()
+    assert pool.submitted == 0  # no thread woken for the step
+
+
+def test_without_start_the_remote_goes_to_the_pool_as_before(pool):
+    out = run_partitions([REMOTE, LOCAL], lambda part: part.name, lambda: None, None, pool,
+                         start=lambda part, on_error: None)
+    assert out == ["remote", "local"]
+    assert pool.submitted == 1
+
+
+def test_a_failing_own_partition_cancels_before_the_started_call_is_read(pool):
+    log: list = []
+    failure = errors.InvalidArgumentError(None, None, "bad feed")
+
+    def run(part):
+        raise failure
+    with pytest.raises(errors.InvalidArgumentError):
+        run_partitions([REMOTE, LOCAL], run, lambda: log.append("cleanup"), None, pool,
+                       start=lambda part, on_error: _Started(
+                           log, error=errors.CancelledError(None, None, "cancelled")))
+    assert log == ["cleanup", "finish"]  # else the peer might wait on us forever
+
+
+def test_a_started_call_s_error_wins_over_the_cancelled_and_cleans_up_once(pool):
+    log: list = []
+    failure = errors.NotFoundError(None, None, "no such variable")
+
+    def run(part):
+        log.append("local")
+        return "local result"
+    with pytest.raises(errors.NotFoundError):
+        run_partitions([REMOTE, LOCAL], run, lambda: log.append("cleanup"), None, pool,
+                       start=lambda part, on_error: _Started(log, error=failure))
+    assert log == ["local", "finish", "cleanup"]
+
+
+def test_on_error_while_the_own_partition_waits_cancels_it(pool):
+    """A started call's error landing early (the reply watcher's `on_error`)
+    cancels the partition this thread runs, which may wait on the peer."""
+    unblocked = threading.Event()
+    box: dict = {}
+
+    def start(part, on_error):
+        box["on_error"] = on_error
+        return _Started([], error=errors.AbortedError(None, None, "peer failed"))
+
+    def run(part):
+        box["on_error"]()  # as the watcher thread would
+        if not unblocked.wait(_WAIT_S):
+            raise AssertionError("the partition was never cancelled")
+        raise errors.CancelledError(None, None, "cancelled")
+    with pytest.raises(errors.AbortedError):
+        run_partitions([REMOTE, LOCAL], run, unblocked.set, None, pool, start=start)
+
+
+def test_an_interrupt_abandons_what_was_started(pool):
+    log: list = []
+
+    def run(part):
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        run_partitions([REMOTE, LOCAL], run, lambda: log.append("cleanup"), None, pool,
+                       start=lambda part, on_error: _Started(log))
+    assert log == ["abandon", "cleanup"]

@@ -1,0 +1,105 @@
+"""The reply watcher: an error or a hang-up landing before its caller reads calls
+`on_error`; a good reply does not; a silent peer's failed probe is kept for the caller."""
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from nbcluster import errors
+from nbcluster.rpc.socket_transport import reply_watch
+from nbcluster.rpc.socket_transport.reply_watch import ReplyWatch
+
+pytestmark = pytest.mark.timeout(60)
+_WAIT_S = 10.0
+
+
+@pytest.fixture
+def pair():
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    yield ours, theirs
+    ours.close()
+    theirs.close()
+
+
+def _until_unwatched(watch: ReplyWatch) -> None:
+    done = threading.Event()
+    while watch.watching() and not done.wait(0.005):
+        pass
+
+
+def test_an_error_frame_landing_first_calls_on_error_and_stays_unread(pair):
+    ours, theirs = pair
+    watch, fired = ReplyWatch(), threading.Event()
+    entry = watch.watch(ours, fired.set)
+    theirs.sendall(b"X\x01\x00\x00\x00")
+    assert fired.wait(_WAIT_S)
+    watch.unwatch(entry)
+    assert ours.recv(16) == b"X\x01\x00\x00\x00"  # peeked only: the caller reads it all
+
+
+def test_a_hang_up_calls_on_error(pair):
+    ours, theirs = pair
+    watch, fired = ReplyWatch(), threading.Event()
+    watch.watch(ours, fired.set)
+    theirs.close()
+    assert fired.wait(_WAIT_S)
+
+
+def test_a_good_reply_does_not_call_on_error(pair):
+    ours, theirs = pair
+    calls = []
+    watch = ReplyWatch()
+    entry = watch.watch(ours, lambda: calls.append("error"))
+    theirs.sendall(b"R\x00\x00\x00\x00")
+    _until_unwatched(watch)  # the watcher looked at it
+    assert calls == []
+    watch.unwatch(entry)
+    assert ours.recv(16) == b"R\x00\x00\x00\x00"
+
+
+def test_a_pooled_socket_is_watched_again_after_it_fired(pair):
+    ours, theirs = pair
+    watch = ReplyWatch()
+    first = threading.Event()
+    entry = watch.watch(ours, first.set)
+    theirs.sendall(b"X")
+    assert first.wait(_WAIT_S)
+    watch.unwatch(entry)
+    assert ours.recv(1) == b"X"
+    second = threading.Event()
+    watch.watch(ours, second.set)  # the same fd, registered (disarmed) before
+    theirs.sendall(b"X")
+    assert second.wait(_WAIT_S)
+
+
+def test_after_unwatch_an_error_is_the_caller_s_to_read(pair):
+    ours, theirs = pair
+    watch, calls = ReplyWatch(), []
+    watch.unwatch(watch.watch(ours, lambda: calls.append("error")))
+    theirs.sendall(b"X")
+    other, other_peer = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        fired = threading.Event()
+        watch.watch(other, fired.set)
+        other_peer.sendall(b"X")
+        assert fired.wait(_WAIT_S)  # the watcher polled after the first socket's bytes came
+    finally:
+        other.close()
+        other_peer.close()
+    assert calls == []
+
+
+def test_a_silent_peer_s_failed_probe_calls_on_error_and_is_kept(pair, monkeypatch):
+    ours, _ = pair
+    monkeypatch.setattr(reply_watch, "PROBE_S", 0.05)
+    hung = errors.UnavailableError(None, None, "worker x stopped answering")
+
+    def probe():
+        raise hung
+    watch, fired = ReplyWatch(), threading.Event()
+    entry = watch.watch(ours, fired.set, probe)
+    assert fired.wait(_WAIT_S)
+    watch.unwatch(entry)
+    assert entry.failure is hung
