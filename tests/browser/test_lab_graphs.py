@@ -257,7 +257,6 @@ def check_timeline(page, shots) -> None:
     assert computes.count() >= 2 and "url(" not in computes.first.get_attribute("fill")
     whole = root.evaluate(LABEL_BOXES_JS)
     assert overlapping(whole) == []
-    whole_ops = root.locator("text.nbc-op-label").count()
     shots("timeline-two-runs", root)
     # zoomed in: labels fit in the wider bars, still none overlapping
     widest = root.evaluate("""r => { let best = null;
@@ -275,8 +274,9 @@ def check_timeline(page, shots) -> None:
     page.wait_for_timeout(300)
     shots("timeline-zoomed", root)
     zoomed = root.evaluate(LABEL_BOXES_JS)
-    # the bar zoomed into fills the plot: it is labelled (as wide bars were before)
-    assert root.locator("text.nbc-op-label").count() >= max(1, whole_ops), zoomed
+    # the bar zoomed into fills the plot: it is labelled. (Bars labelled in the whole
+    # view may now lie outside the span, so the count is not compared with it.)
+    assert root.locator("text.nbc-op-label").count() >= 1, zoomed
     assert overlapping(zoomed) == []
     # a narrower window redraws the timeline to the new width
     wide = root.locator("svg").first.bounding_box()["width"]
