@@ -13,6 +13,7 @@ from nbcluster.framework import dtypes
 from nbcluster.framework.device_spec import DeviceSpec, is_compatible
 from nbcluster.framework.node import Node, parse_input
 from nbcluster.framework.op_registry import get_op_def
+from nbcluster.ops import functional
 
 _TYPE_PRIORITY = {"GPU": 0, "CPU": 1}
 
@@ -32,18 +33,20 @@ def place(nodes: dict[str, Node], devices: list[str], default_task: tuple,
         device, or colocated nodes ask for different devices.
     """
     specs = {d: DeviceSpec.from_string(d) for d in devices}
-    groups = _colocation_groups(nodes)
+    groups, consumers = _colocation_groups(nodes)
     placement: dict[str, str] = {}
     for members in groups:
         device = _place_group([nodes[m] for m in members], specs, default_task,
-                              allow_soft_placement, has_kernel)
+                              allow_soft_placement, has_kernel, consumers)
         for m in members:
             placement[m] = device
     return placement
 
 
-def _colocation_groups(nodes: dict[str, Node]) -> list[list[str]]:
+def _colocation_groups(nodes: dict[str, Node]) -> tuple:
+    """(groups of node names, the names joined to theirs by a ref or resource input)."""
     parent = {name: name for name in nodes}
+    consumers: set = set()
 
     def find(x: str) -> str:
         while parent[x] != x:
@@ -60,13 +63,18 @@ def _colocation_groups(nodes: dict[str, Node]) -> list[list[str]]:
             if isinstance(group, str) and group.startswith("loc:@"):
                 union(node.name, group[5:])
         ref_inputs = get_op_def(node.op).ref_inputs
+        if functional.is_functional(node.op):
+            ref_inputs = ref_inputs | functional.pinned_inputs(node)
+        elif node.attrs.get("T") == dtypes.variant:  # ZerosLike, Identity of a list
+            ref_inputs = range(len(node.inputs))
         for slot, ref in enumerate(node.data_inputs()):
             if slot in ref_inputs or _is_resource(nodes, ref):
                 union(node.name, parse_input(ref)[0])
+                consumers.add(node.name)
     groups: dict[str, list[str]] = {}
     for name in nodes:
         groups.setdefault(find(name), []).append(name)
-    return list(groups.values())
+    return list(groups.values()), consumers
 
 
 def _is_resource(nodes: dict[str, Node], ref: str) -> bool:
@@ -78,9 +86,19 @@ def _is_resource(nodes: dict[str, Node], ref: str) -> bool:
     return bool(types) and 0 <= k < len(types) and types[k] == dtypes.resource
 
 
-def _merged_constraint(members: list[Node], allow_soft: bool) -> DeviceSpec:
+def _merged_constraint(members: list[Node], allow_soft: bool,
+                       consumers: frozenset = frozenset()) -> DeviceSpec:
     merged, source = DeviceSpec(), {}
-    for node in members:
+    # As TF's placer, a node joined to a variable (or queue, or other resource) by a
+    # ref, resource or variant edge runs where that resource is, ignoring a device
+    # it asked for that differs (a function call, If or While with it: its body
+    # reads it there; the lists its loop keeps stay with the loop). So the
+    # resources' own devices decide; the rest fill in only what those leave open.
+    anchors = {m.name for m in members
+               if m.name not in consumers and get_op_def(m.op).stateful}
+    if not anchors:
+        anchors = {m.name for m in members if m.name not in consumers}
+    for node in sorted(members, key=lambda m: m.name not in anchors):
         spec = _parse(node)
         for field in ("job", "replica", "task", "device_type", "device_index"):
             value = getattr(spec, field)
@@ -88,7 +106,8 @@ def _merged_constraint(members: list[Node], allow_soft: bool) -> DeviceSpec:
                 continue
             current = getattr(merged, field)
             if current is not None and current != value:
-                if allow_soft and field in ("device_type", "device_index"):
+                if node.name not in anchors or \
+                        allow_soft and field in ("device_type", "device_index"):
                     continue
                 raise errors.InvalidArgumentError(
                     None, None, f"Cannot colocate nodes '{source[field]}' and '{node.name}': "
@@ -109,8 +128,8 @@ def _parse(node: Node) -> DeviceSpec:
 
 
 def _place_group(members: list[Node], specs: dict, default_task: tuple,
-                 allow_soft: bool, has_kernel) -> str:
-    constraint = _merged_constraint(members, allow_soft)
+                 allow_soft: bool, has_kernel, consumers=frozenset()) -> str:
+    constraint = _merged_constraint(members, allow_soft, consumers)
     op_types = {m.op for m in members}
 
     def candidates(spec: DeviceSpec) -> list[str]:

@@ -12,6 +12,25 @@ from nbcluster.framework import dtypes
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.tensor_shape import TensorShape, unknown_shape
 
+# op type -> (attr listing its inputs' types, how many inputs come before them)
+_INPUT_TYPES = {"PartitionedCall": ("Tin", 0), "StatefulPartitionedCall": ("Tin", 0),
+                "If": ("Tin", 1), "StatelessIf": ("Tin", 1),
+                "While": ("T", 0), "StatelessWhile": ("T", 0)}
+
+
+def is_functional(op_type: str) -> bool:
+    return op_type in _INPUT_TYPES
+
+
+def pinned_inputs(node) -> frozenset:
+    """The input slots of a functional node (a Node) that take a DT_RESOURCE or a
+    DT_VARIANT, from its type attrs: the placer runs the node with their producers
+    (a body reads those resources; lists and optionals never cross the wire)."""
+    attr, before = _INPUT_TYPES[node.op]
+    types = node.attrs.get(attr) or []
+    return frozenset(before + i for i, t in enumerate(types)
+                     if dtypes.as_dtype(t) in (dtypes.resource, dtypes.variant))
+
 
 def _outputs(op, types_attr: str) -> list:
     types = [dtypes.as_dtype(t) for t in op.get_attr(types_attr)]

@@ -22,12 +22,12 @@ def _none(op) -> list:
     return [(dtypes.variant, scalar())]
 
 
-@register_op("OptionalHasValue")
+@register_op("OptionalHasValue", ref_inputs=(0,))
 def _has_value(op) -> list:
     return [(dtypes.bool, scalar())]
 
 
-@register_op("OptionalGetValue")
+@register_op("OptionalGetValue", ref_inputs=(0,))
 def _get_value(op) -> list:
     types = [dtypes.as_dtype(t) for t in op.get_attr("output_types")]
     shapes = op._attrs.get("output_shapes") or [unknown_shape()] * len(types)

@@ -1,7 +1,7 @@
 """TensorList ops, by TensorFlow's names: the list values TF2's control flow keeps tensors in.
 
 Rule: a list is a DT_VARIANT scalar (a value of its task: it never crosses
-the wire), holding element tensors of one dtype. TF2's while loops
+the wire, so every op reading one takes it as a ref input and runs with it), holding element tensors of one dtype. TF2's while loops
 accumulate a loop's intermediates in lists for their gradients
 (TensorListPushBack forward, TensorListPopBack backward); `tf.TensorArray`
 in TF2 writes them too. These come from imported TF2 graphs. Kernels:
@@ -39,36 +39,36 @@ def _from_tensor(op) -> list:
     return [_list()]
 
 
-@register_op("TensorListPushBack")
+@register_op("TensorListPushBack", ref_inputs=(0,))
 def _push_back(op) -> list:
     return [_list()]
 
 
-@register_op("TensorListPopBack")
+@register_op("TensorListPopBack", ref_inputs=(0,))
 def _pop_back(op) -> list:
     return [_list(), _element(op)]
 
 
-@register_op("TensorListSetItem")
+@register_op("TensorListSetItem", ref_inputs=(0,))
 def _set_item(op) -> list:
     return [_list()]
 
 
-@register_op("TensorListGetItem")
+@register_op("TensorListGetItem", ref_inputs=(0,))
 def _get_item(op) -> list:
     return [_element(op)]
 
 
-@register_op("TensorListStack")
+@register_op("TensorListStack", ref_inputs=(0,))
 def _stack(op) -> list:
     return [(dtypes.as_dtype(op.get_attr("element_dtype")), unknown_shape())]
 
 
-@register_op("TensorListLength")
+@register_op("TensorListLength", ref_inputs=(0,))
 def _length(op) -> list:
     return [(dtypes.int32, scalar())]
 
 
-@register_op("TensorListElementShape")
+@register_op("TensorListElementShape", ref_inputs=(0,))
 def _element_shape(op) -> list:
     return [(dtypes.as_dtype(op.get_attr("shape_type")), unknown_shape(1))]

@@ -7,6 +7,8 @@ TF1-style training graph whose gradients run through a while loop and a cond.
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from tensorflow_processes import requires_tensorflow, run_program
@@ -82,3 +84,13 @@ def test_function_bodies_travel_to_the_task_that_runs_them(written, tasks):
     ran_on = {d.device for d in metadata.step_stats.dev_stats
               for n in d.node_stats if n.node_name == "cond"}
     assert ran_on == {"/job:ps/replica:0/task:0/device:CPU:0"}, ran_on
+
+
+def test_a_tf_client_trains_with_control_flow_v2_on_nbcluster_tasks(tasks):
+    # TF's client sends its library with CreateSession; the loop reads a variable on
+    # the ps, so it runs there (an op taking a resource runs with the resource)
+    spec = tasks.cluster({"ps": ["nbcluster"], "worker": ["nbcluster"]})
+    result = run_program("tf_client_cf2.py", f"grpc://{spec['worker'][0]}", json.dumps(spec))
+    assert {"StatelessWhile", "If"} & set(result["ops"])
+    np.testing.assert_allclose(result["losses"], result["reference_losses"], rtol=1e-5)
+    assert result["losses"][-1] < result["losses"][0]

@@ -349,6 +349,33 @@ def test_place_colocates_variable_users():
     assert placement["bump"] == devices[1]
 
 
+def test_a_variable_user_asking_for_another_job_runs_with_the_variable_as_in_tf():
+    # TF's placer ignores such a device ("the input edge ... is a reference
+    # connection and already has a device field set"); two variables of one
+    # group on different jobs still cannot be colocated
+    devices = ["/job:w/replica:0/task:0/device:CPU:0", "/job:ps/replica:0/task:0/device:CPU:0"]
+    with tf.Graph().as_default() as g:
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(1.0, name="v")
+        with tf.device("/job:w/task:0"):
+            tf.assign_add(v, 1.0, name="bump")
+            tf.multiply(v, 2.0, name="twice")
+    nodes = {op.name: op.to_node() for op in g.get_operations()}
+    placement = place(nodes, devices, ("w", 0), False, has_kernel)
+    assert placement["bump"] == devices[1]
+    assert placement["twice"] == devices[0]  # its value, not the variable, travels
+    with tf.Graph().as_default() as g:
+        with tf.device("/job:ps/task:0"):
+            a = tf.Variable(1.0, name="a")
+        with tf.device("/job:w/task:0"):
+            b = tf.Variable(1.0, name="b")
+            with tf.colocate_with(a):
+                tf.assign(b, 2.0, name="tie")
+    nodes = {op.name: op.to_node() for op in g.get_operations()}
+    with pytest.raises(errors.InvalidArgumentError, match="Cannot colocate nodes"):
+        place(nodes, devices, ("w", 0), False, has_kernel)
+
+
 def test_rendezvous_key_round_trip_and_abort():
     key = make_key("/job:a/replica:0/task:0/device:CPU:0", 255,
                    "/job:b/replica:0/task:0/device:CPU:0", "x:0")
