@@ -19,7 +19,8 @@ from nbcluster.framework.scopes import (add_to_collection, colocate_with, contai
                                         control_dependencies, device, get_collection,
                                         name_scope)
 from nbcluster.ops.array import concat, identity, placeholder, placeholder_with_default, stack
-from nbcluster.ops.shapes import expand_dims, rank, reshape, shape, size, squeeze, transpose
+from nbcluster.ops.shapes import (expand_dims, rank, reshape, shape, shape_n, size, squeeze,
+                                  transpose)
 from nbcluster.ops.fill import fill, ones, ones_like, zeros, zeros_like
 from nbcluster.ops.control import group, no_op, stop_gradient, tuple  # noqa: A004
 from nbcluster.ops.math import div_no_nan, floordiv, floormod
@@ -27,14 +28,14 @@ from nbcluster.ops.math import div_no_nan as divide_no_nan
 from nbcluster.ops.math import floormod as mod
 from nbcluster.ops.math import (abs, add, add_n, cast, divide, equal, exp,  # noqa: A004
                                 greater, greater_equal, less, less_equal, log, log1p, maximum,
-                                minimum, multiply, negative, not_equal, pow, sign, sqrt,
+                                minimum, multiply, negative, not_equal, pow, reciprocal, sign, sqrt,
                                 square, subtract, tanh, where_v2)
 from nbcluster.ops.linalg import matmul
 from nbcluster.ops.slicing import (broadcast_to, invert_permutation, pad,  # noqa: A004
                                    slice, strided_slice, unstack)
 from nbcluster.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from nbcluster.ops.array import split, tile
-from nbcluster.ops.indexing import (boolean_mask, gather, one_hot, unique,
+from nbcluster.ops.indexing import (boolean_mask, gather, one_hot, setdiff1d, unique,
                                     unsorted_segment_sum, where)
 from nbcluster.ops.logic import (is_finite, is_inf, is_nan, logical_and, logical_not,
                                  logical_or, logical_xor)
@@ -81,7 +82,7 @@ from nbcluster import compat, distribute, train
 from nbcluster import tf_logging as logging
 # what TF1 programs call beyond the core (issue 13): Prod, tf.random, tf.initializers,
 # the size-based partitioners
-from nbcluster.ops.reduction import reduce_prod
+from nbcluster.ops.reduction import cumprod, cumsum, reduce_prod
 from nbcluster.ops.partitioned_variables import (min_max_variable_partitioner,
                                                  variable_axis_size_partitioner)
 from nbcluster.ops.random import random_shuffle

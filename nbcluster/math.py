@@ -33,6 +33,7 @@ from nbcluster.ops.math import (  # noqa: A004
                                  negative,
                                  not_equal,
                                  pow,
+                                 reciprocal,
                                  sign,
                                  sqrt,
                                  square,
@@ -45,6 +46,8 @@ from nbcluster.ops.reduction import (
                                  argmax,
                                  argmin,
                                  count_nonzero,
+                                 cumprod,
+                                 cumsum,
                                  reduce_all,
                                  reduce_any,
                                  reduce_max,
@@ -59,4 +62,5 @@ __all__ = ["abs", "add", "add_n", "argmax", "argmin", "count_nonzero", "divide",
            "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor",
            "maximum", "minimum", "multiply", "negative", "not_equal", "pow", "reduce_all",
            "reduce_any", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "sign",
-           "sqrt", "square", "subtract", "tanh", "unsorted_segment_sum", "reduce_prod"]
+           "reciprocal", "sqrt", "square", "subtract", "tanh", "unsorted_segment_sum", "reduce_prod",
+           "cumsum", "cumprod"]

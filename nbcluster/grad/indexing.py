@@ -1,5 +1,5 @@
 """Gradient rules of the indexing family: GatherV2, UnsortedSegmentSum and TF1's
-Select (OneHot, Where and Unique are NotDifferentiable, as in TF).
+Select (OneHot, Where, Unique and ListDiff are NotDifferentiable, as in TF).
 
 Rule: a gather along axis 0 gets a sparse gradient, as in TF: an IndexedSlices
 of the incoming gradient's rows at the gathered indices (repeated indices add
@@ -17,7 +17,7 @@ from nbcluster.ops import math as m
 from nbcluster.ops.fill import fill, zeros_like
 from nbcluster.ops.shape_inference import constant_value
 
-for _type in ("OneHot", "Where", "Unique"):
+for _type in ("OneHot", "Where", "Unique", "ListDiff"):
     NotDifferentiable(_type)
 
 

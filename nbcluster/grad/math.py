@@ -206,6 +206,13 @@ def _tanh_grad(op, grad):
                                name="TanhGrad").outputs[0]]
 
 
+@register_gradient("Reciprocal")
+def _reciprocal_grad(op, grad):
+    y = op.outputs[0]
+    return [op.graph.create_op("ReciprocalGrad", [y, grad], {"T": y.dtype},
+                               name="ReciprocalGrad").outputs[0]]
+
+
 @register_gradient("Abs")
 def _abs_grad(op, grad):
     return [m.multiply(grad, m.sign(op.inputs[0]))]

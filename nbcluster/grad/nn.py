@@ -1,6 +1,6 @@
 """Gradient rules of the nn family: Relu, Sigmoid, Softmax, softmax cross-entropy
 (dense and sparse), BiasAdd, and the backward ops ReluGrad, SigmoidGrad,
-TanhGrad and BiasAddGrad themselves.
+TanhGrad, ReciprocalGrad, SqrtGrad and BiasAddGrad themselves.
 
 Rule: where the forward op already computed what the gradient needs (the
 activation's output, the cross-entropy's backprop output), the rule uses it
@@ -50,6 +50,20 @@ def _tanh_grad_grad(op, grad):
     y, dy = op.inputs  # out = dy * (1 - y^2)
     gy = m.multiply(m.multiply(grad, dy), m.multiply(y, -2.0))
     return [gy, _backward("TanhGrad", y, grad)]
+
+
+@register_gradient("ReciprocalGrad")
+def _reciprocal_grad_grad(op, grad):
+    y, dy = op.inputs  # out = -dy * y^2
+    gy = m.multiply(m.multiply(grad, dy), m.multiply(y, -2.0))
+    return [gy, _backward("ReciprocalGrad", y, grad)]
+
+
+@register_gradient("SqrtGrad")
+def _sqrt_grad_grad(op, grad):
+    y, dy = op.inputs  # out = dy / (2 y)
+    per_y = m.realdiv(grad, y)
+    return [m.negative(m.multiply(per_y, op.outputs[0])), m.multiply(per_y, 0.5)]
 
 
 def _softmax_backward(softmax: Tensor, grad: Tensor) -> Tensor:

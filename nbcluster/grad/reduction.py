@@ -1,5 +1,5 @@
-"""Gradient rules of the reduction family: Sum, Mean, Prod, Max, Min (ArgMax, ArgMin and
-Range are NotDifferentiable, as are the bool reductions All and Any).
+"""Gradient rules of the reduction family: Sum, Mean, Prod, Max, Min, Cumsum, Cumprod
+(ArgMax, ArgMin and Range are NotDifferentiable, as are the bool reductions All and Any).
 
 Rule: the incoming gradient is first given back the reduced axes as size-1
 dimensions (statically when the axes and the input rank are known, else
@@ -100,3 +100,20 @@ def _prod_grad(op, grad):
     of_nonzero = m.where_v2(m.equal(zeros, 0), m.realdiv(rest, safe), m.multiply(rest, zero))
     of_zero = m.where_v2(m.equal(zeros, 1), rest, m.multiply(rest, zero))
     return [m.multiply(m.where_v2(is_zero, of_zero, of_nonzero), _kept(op, grad)), None]
+
+
+@register_gradient("Cumsum")
+def _cumsum_grad(op, grad):
+    # each x_i reaches every later (earlier, reversed) sum: the scan run the other way
+    return [reduction.cumsum(grad, op.inputs[1], exclusive=op.get_attr("exclusive"),
+                             reverse=not op.get_attr("reverse")), None]
+
+
+@register_gradient("Cumprod")
+def _cumprod_grad(op, grad):
+    # d y_j / d x_i = y_j / x_i for the x_i in y_j; x_i = 0 gives nan or inf, as in TF
+    x, axis = op.inputs
+    exclusive, reverse = op.get_attr("exclusive"), op.get_attr("reverse")
+    back = reduction.cumsum(m.multiply(op.outputs[0], grad), axis, exclusive=exclusive,
+                            reverse=not reverse)
+    return [m.realdiv(back, x), None]

@@ -1,4 +1,4 @@
-"""Gradient rules of the shape family: Shape, Size and Rank are NotDifferentiable;
+"""Gradient rules of the shape family: Shape, ShapeN, Size and Rank are NotDifferentiable;
 Reshape, ExpandDims, Squeeze and Transpose send the gradient back through the
 inverse rearrangement.
 """
@@ -10,7 +10,7 @@ from nbcluster.grad.registry import NotDifferentiable, register_gradient
 from nbcluster.ops import shapes, slicing
 from nbcluster.ops.shape_inference import constant_value
 
-for _type in ("Shape", "Size", "Rank"):
+for _type in ("Shape", "ShapeN", "Size", "Rank"):
     NotDifferentiable(_type)
 
 

@@ -1,6 +1,6 @@
 """Indexing kernels on numpy (CPU) and cupy (GPU): GatherV2, UnsortedSegmentSum,
-Unique, OneHot, TF1's Select, Where, and the helpers the scatter kernels share (bounds
-checks, scatter-add).
+Unique, ListDiff, OneHot, TF1's Select, Where, and the helpers the scatter kernels
+share (bounds checks, scatter-add).
 
 Rule: every index is checked before it is used, and an out-of-range one is an
 InvalidArgumentError that names its position and value, worded as TF's
@@ -161,4 +161,18 @@ def _unique(node, device):
         position = xp.empty_like(order)
         position[order] = xp.arange(order.size)
         return values[order], position[inverse.reshape(-1)].astype(out_idx, copy=False)
+    return compute
+
+
+@register_kernel("ListDiff", *DEVICES)
+def _list_diff(node, device):
+    xp = device.xp
+    out_idx = node.attrs["out_idx"].as_numpy_dtype
+
+    def compute(ctx, x, y):
+        if x.ndim != 1 or y.ndim != 1:
+            raise invalid(f"x and y should be 1D vectors, got shapes {shape_str(x.shape)} "
+                          f"and {shape_str(y.shape)}", node)
+        keep = xp.nonzero(~xp.isin(x, y))[0]
+        return x[keep], keep.astype(out_idx, copy=False)
     return compute

@@ -41,7 +41,7 @@ def _elementwise(op_type: str, ufunc: str, out_dtype=None) -> None:
 
 
 _UNARY = {"Neg": "negative", "Sign": "sign", "Square": "square", "Sqrt": "sqrt", "Exp": "exp",
-          "Log": "log", "Log1p": "log1p", "Tanh": "tanh", "Abs": "abs"}
+          "Log": "log", "Log1p": "log1p", "Tanh": "tanh", "Abs": "abs", "Reciprocal": "reciprocal"}
 _BINARY = {"AddV2": "add", "Sub": "subtract", "Mul": "multiply", "RealDiv": "true_divide",
            "Maximum": "maximum", "Minimum": "minimum"}
 _COMPARE = {"Equal": "equal", "NotEqual": "not_equal", "Less": "less",

@@ -116,6 +116,26 @@ def _tanh_grad(node, device):
     return quiet(xp, compute)
 
 
+@register_kernel("ReciprocalGrad", *DEVICES)
+def _reciprocal_grad(node, device):
+    xp, dtype = device.xp, _dtype(node)
+
+    def compute(ctx, y, dy):  # d (1/x) = -y^2
+        return (xp.asarray(-dy * y * y, dtype=dtype),)
+
+    return quiet(xp, compute)
+
+
+@register_kernel("SqrtGrad", *DEVICES)
+def _sqrt_grad(node, device):
+    xp, dtype = device.xp, _dtype(node)
+
+    def compute(ctx, y, dy):  # d sqrt = 1 / (2 y)
+        return (xp.asarray(dy * 0.5 / y, dtype=dtype),)
+
+    return quiet(xp, compute)
+
+
 @register_kernel("SparseSoftmaxCrossEntropyWithLogits", *DEVICES)
 def _sparse_softmax_xent(node, device):
     xp, dtype = device.xp, _dtype(node)

@@ -1,5 +1,5 @@
 """Reduction kernels on numpy (CPU) and cupy (GPU): Sum, Mean, Prod, Max, Min, ArgMax,
-ArgMin, and Range.
+ArgMin, Range, and the scans Cumsum, Cumprod.
 
 Rule: as in `kernels/math.py`, a kernel never writes to its inputs, and every
 output has the dtype the op's shape function promised (attr T, output_type or Tidx).
@@ -155,3 +155,36 @@ def _logical_reduction(op_type: str, fn_name: str) -> None:
 
 _logical_reduction("All", "all")
 _logical_reduction("Any", "any")
+
+
+# -- scans ------------------------------------------------------------------------
+def _scan(op_type: str, fn_name: str, identity: int) -> None:
+    @register_kernel(op_type, *DEVICES)
+    def factory(node, device):
+        xp = device.xp
+        fn = getattr(xp, fn_name)
+        exclusive, reverse = bool(node.attrs["exclusive"]), bool(node.attrs["reverse"])
+
+        def compute(ctx, x, axis):
+            a = int(axis)
+            if not -x.ndim <= a < max(x.ndim, 1):
+                raise errors.InvalidArgumentError(
+                    None, None, f"{op_type} axis must be in [{-x.ndim}, {x.ndim}), got {a}",
+                    node_name=node.name)
+            if x.ndim == 0:
+                return (x.copy() if not exclusive else xp.full_like(x, identity),)
+            a %= x.ndim
+            if reverse:
+                x = xp.flip(x, a)
+            out = fn(x, axis=a, dtype=x.dtype)
+            if exclusive:  # each element's own term left out: shift by one
+                head = xp.full_like(xp.take(out, [0], axis=a), identity)
+                out = xp.concatenate([head, xp.take(out, xp.arange(x.shape[a] - 1), axis=a)],
+                                     axis=a)
+            return (xp.flip(out, a) if reverse else out,)
+
+        return quiet(xp, compute)
+
+
+_scan("Cumsum", "cumsum", 0)
+_scan("Cumprod", "cumprod", 1)

@@ -108,3 +108,12 @@ def _shape_kernel(measure):
 register_kernel("Shape", "CPU", "GPU")(_shape_kernel(lambda x: x.shape))
 register_kernel("Size", "CPU", "GPU")(_shape_kernel(lambda x: x.size))
 register_kernel("Rank", "CPU", "GPU")(_shape_kernel(lambda x: x.ndim))
+
+
+@register_kernel("ShapeN", "CPU", "GPU")
+def _shape_n(node, device):
+    out_type = node.attrs["out_type"].as_numpy_dtype
+
+    def compute(ctx, *xs):
+        return tuple(device.from_numpy(np.array(x.shape, dtype=out_type)) for x in xs)
+    return compute

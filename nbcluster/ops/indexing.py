@@ -1,5 +1,6 @@
 """Indexing ops: tf.gather (GatherV2), tf.one_hot, TF1's tf.where (Select, Where),
-tf.boolean_mask and tf.math.unsorted_segment_sum, with their shape functions.
+tf.boolean_mask, tf.math.unsorted_segment_sum, tf.unique and tf.compat.v1.setdiff1d
+(ListDiff), with their shape functions.
 
 Rule: index inputs are int32/int64 and are bounds-checked by the kernels at
 run time (their values are rarely known when the graph is built); shapes and
@@ -19,7 +20,14 @@ from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape, list_str, unknown_shape
 from nbcluster.ops import array, shapes, slicing
-from nbcluster.ops.math import INDEX, NUMERIC, check_dtype, tensor_dtype, to_tensor
+from nbcluster.ops.math import (
+    INDEX,
+    NUMERIC,
+    check_dtype,
+    check_same_dtype,
+    tensor_dtype,
+    to_tensor,
+)
 from nbcluster.ops.shape_inference import constant_value, merge_shapes, shape_error
 
 
@@ -144,6 +152,31 @@ def unique(x, out_idx=dtypes.int32, name=None) -> tuple:
     with graph.as_default(), graph.name_scope(name or "Unique") as scope:
         t = convert_to_tensor(x, name="x", graph=graph)
         outputs = graph.create_op("Unique", [t], {"T": t.dtype, "out_idx": out_idx},
+                                  name=scope).outputs
+    return outputs[0], outputs[1]
+
+
+@register_op("ListDiff")
+def _list_diff_shape(op):
+    for name, t in zip(("x", "y"), op.inputs):
+        if t.shape.rank not in (None, 1):
+            raise shape_error(op, f"{name} should be a 1D vector, got shape {t.shape}")
+    check_same_dtype(op, ("x", "y"))
+    return [(op.inputs[0].dtype, TensorShape([None])),
+            (op.get_attr("out_idx"), TensorShape([None]))]
+
+
+def setdiff1d(x, y, index_dtype=dtypes.int32, name=None) -> tuple:
+    """(out, idx): the values of the 1-D `x` not in `y`, in x's order, and their
+    positions in x (op ListDiff; TF's gradient of reduce_prod builds one).
+    """
+    index_dtype = dtypes.as_dtype(index_dtype)
+    check_dtype(index_dtype, INDEX, "out_idx")
+    graph = graph_of(x, y)
+    with graph.as_default(), graph.name_scope(name or "ListDiff") as scope:
+        tx = convert_to_tensor(x, name="x", graph=graph)
+        ty = convert_to_tensor(y, name="y", graph=graph, dtype=tx.dtype)
+        outputs = graph.create_op("ListDiff", [tx, ty], {"T": tx.dtype, "out_idx": index_dtype},
                                   name=scope).outputs
     return outputs[0], outputs[1]
 

@@ -100,7 +100,8 @@ def _binary_shape(allowed: tuple, out_dtype: Optional[dtypes.DType] = None):
 
 
 _UNARY = {"Neg": NUMERIC, "Sign": NUMERIC, "Square": NUMERIC, "Sqrt": FLOAT_COMPLEX,
-          "Exp": FLOAT_COMPLEX, "Log": FLOAT_COMPLEX, "Log1p": FLOAT_COMPLEX, "Tanh": FLOAT_COMPLEX, "Abs": REAL}
+          "Exp": FLOAT_COMPLEX, "Log": FLOAT_COMPLEX, "Log1p": FLOAT_COMPLEX, "Tanh": FLOAT_COMPLEX, "Abs": REAL,
+          "Reciprocal": FLOAT_COMPLEX}
 _BINARY = {"AddV2": (NUMERIC, None), "Sub": (NUMERIC, None), "Mul": (NUMERIC, None),
            "RealDiv": (FLOAT_COMPLEX, None), "DivNoNan": (FLOAT_COMPLEX, None),
            "Maximum": (REAL, None),
@@ -226,6 +227,11 @@ def log(x, name=None) -> Tensor:
 def log1p(x, name=None) -> Tensor:
     """log(1 + x), accurate for small x."""
     return _unary("Log1p", x, name)
+
+
+def reciprocal(x, name=None) -> Tensor:
+    """1 / x element-wise (op Reciprocal; TF's gradients of divisions and means use it)."""
+    return _unary("Reciprocal", x, name)
 
 
 def tanh(x, name=None) -> Tensor:

@@ -57,6 +57,8 @@ def _grad_shape(names: tuple, allowed: tuple):
 register_op("ReluGrad")(_grad_shape(("gradients", "features"), REAL))
 register_op("SigmoidGrad")(_grad_shape(("y", "dy"), FLOAT_COMPLEX))
 register_op("TanhGrad")(_grad_shape(("y", "dy"), FLOAT_COMPLEX))
+register_op("ReciprocalGrad")(_grad_shape(("y", "dy"), FLOAT_COMPLEX))
+register_op("SqrtGrad")(_grad_shape(("y", "dy"), FLOAT_COMPLEX))
 
 
 @register_op("Softmax")

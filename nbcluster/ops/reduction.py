@@ -1,5 +1,5 @@
-"""Reduction op constructors (tf.reduce_sum, reduce_prod, ..., tf.argmax, tf.argmin), with their
-shape functions.
+"""Reduction op constructors (tf.reduce_sum, reduce_prod, ..., tf.argmax, tf.argmin) and the
+scans tf.cumsum, tf.math.cumprod, with their shape functions.
 
 Rule: as in `ops/math.py`, dtypes and shapes are checked when the graph is
 built; kernels trust them. A reduction over every axis of a tensor of unknown
@@ -224,3 +224,43 @@ def count_nonzero(input_tensor, axis=None, keepdims=None, dtype=dtypes.int64, na
         total = reduce_sum(hits, axis=axis, keepdims=keepdims,
                            reduction_indices=reduction_indices, keep_dims=keep_dims)
         return cast(total, dtype, name=scope)
+
+
+# -- scans ----------------------------------------------------------------------
+def _scan_shape(op):
+    x, axis = op.inputs
+    check_dtype(x.dtype, NUMERIC, "x")
+    check_dtype(axis.dtype, INDEX, "axis")
+    if axis.shape.rank not in (None, 0):
+        raise shape_error(op, f"axis must be a scalar, got shape {axis.shape}")
+    return [(x.dtype, x.shape)]
+
+
+register_op("Cumsum")(_scan_shape)
+register_op("Cumprod")(_scan_shape)
+
+
+def _scan(op_type: str, x, axis, exclusive: bool, reverse: bool, name) -> Tensor:
+    graph = graph_of(x, axis)
+    with graph.as_default(), graph.name_scope(name or op_type) as scope:
+        t = convert_to_tensor(x, name="x", graph=graph)
+        a = index_tensor(axis, "axis", graph)
+        return graph.create_op(op_type, [t, a], {"T": t.dtype, "Tidx": a.dtype,
+                                                 "exclusive": bool(exclusive),
+                                                 "reverse": bool(reverse)},
+                               name=scope).outputs[0]
+
+
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
+    """Running sums of `x` along `axis` (op Cumsum): exclusive leaves each element out
+    of its own sum, reverse runs from the end.
+
+    >>> cumsum([1, 2, 3], exclusive=True)  # [0, 1, 3]
+    """
+    return _scan("Cumsum", x, axis, exclusive, reverse, name)
+
+
+def cumprod(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
+    """Running products of `x` along `axis` (op Cumprod; TF's gradient of reduce_prod
+    builds two)."""
+    return _scan("Cumprod", x, axis, exclusive, reverse, name)

@@ -187,6 +187,23 @@ def _shape_shape(op):
     return [(op.get_attr("out_type"), TensorShape([op.inputs[0].shape.rank]))]
 
 
+@register_op("ShapeN")
+def _shape_n_shape(op):
+    # TF's gradients of ConcatV2 ask the shapes of all the pieces at once
+    out_type = op.get_attr("out_type")
+    return [(out_type, TensorShape([x.shape.rank])) for x in op.inputs]
+
+
+def shape_n(input, out_type=dtypes.int32, name: Optional[str] = None) -> list:  # noqa: A002
+    """The shapes of the tensors of the list `input`, one 1-D tensor each (op ShapeN)."""
+    graph = graph_of(*input)
+    with graph.name_scope(name or "ShapeN") as scope:
+        xs = [convert_to_tensor(x, graph=graph) for x in input]
+        return list(graph.create_op("ShapeN", xs, {"N": len(xs), "T": xs[0].dtype,
+                                                   "out_type": dtypes.as_dtype(out_type)},
+                                    name=scope).outputs)
+
+
 @register_op("Size")
 def _size_shape(op):
     return [(op.get_attr("out_type"), scalar())]

@@ -68,6 +68,7 @@ CASES = {
     "Log1p": (tf.log1p, [pos(2, 3)]),
     "Tanh": (tf.tanh, [u(2, 3)]),
     "Abs": (tf.abs, [away_from_zero(2, 3)]),
+    "Reciprocal": (tf.math.reciprocal, [away_from_zero(2, 3)]),
     "Cast": (lambda x: tf.cast(tf.cast(x, tf.float32), tf.float64), [u(2, 3)]),
     # matmul
     "MatMul": (lambda a, b: tf.matmul(a, b), [u(2, 3), u(3, 4)]),
@@ -133,6 +134,15 @@ CASES = {
     "ReluGrad": (second_order(tf.nn.relu), [away_from_zero(2, 3)]),
     "SigmoidGrad": (second_order(tf.nn.sigmoid), [u(2, 3)]),
     "TanhGrad": (second_order(tf.tanh), [u(2, 3)]),
+    "ReciprocalGrad": (second_order(tf.reciprocal), [away_from_zero(2, 3)]),
+    "SqrtGrad": (lambda y, dy: tf.get_default_graph().create_op(
+        "SqrtGrad", [y, dy], {"T": y.dtype}).outputs[0], [pos(2, 3), u(2, 3)]),
+    "Cumsum": (lambda x: tf.cumsum(x, 1), [u(2, 3)]),
+    "Cumsum-exclusive-reverse": (lambda x: tf.cumsum(x, 0, exclusive=True, reverse=True),
+                                 [u(3, 2)]),
+    "Cumprod": (lambda x: tf.cumprod(x, 1), [away_from_zero(2, 3)]),
+    "Cumprod-exclusive-reverse": (lambda x: tf.cumprod(x, -1, exclusive=True, reverse=True),
+                                  [away_from_zero(2, 3)]),
     "SoftmaxGrad": (second_order(tf.nn.softmax), [u(2, 3)]),
     "BiasAddGrad": (lambda g: tf.get_default_graph().create_op(
         "BiasAddGrad", [g], {"T": g.dtype, "data_format": "NHWC"}).outputs[0] * [1.0, -2.0, 3.0],

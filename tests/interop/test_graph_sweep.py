@@ -14,11 +14,10 @@ import json
 
 import numpy as np
 import pytest
+from tensorflow_processes import Tasks, requires_tensorflow, run_program
 
 import nbcluster as tf
 from nbcluster.proto import graph_pb2
-
-from tensorflow_processes import Tasks, requires_tensorflow, run_program
 
 pytestmark = requires_tensorflow
 
@@ -41,8 +40,10 @@ def test_every_family_has_cases(sweep):
     assert sorted({entry["family"] for entry, _, _ in sweep.values()}) == sorted(FAMILIES)
 
 
-def run_case(graph_def_bytes: bytes, entry: dict, arrays: dict, target: str = "") -> list:
-    """Runs the case's runs in nbcluster; returns [(key, ours, TF's)] per fetched tensor."""
+def run_case(graph_def_bytes: bytes, entry: dict, arrays: dict, target: str = "",
+             devices: set | None = None) -> list:
+    """Runs the case's runs in nbcluster; returns [(key, ours, TF's)] per fetched tensor.
+    With `devices`, every run is traced and the devices that ran ops are added to it."""
     graph_def = graph_pb2.GraphDef.FromString(graph_def_bytes)
     pairs = []
     with tf.Graph().as_default() as graph:
@@ -50,7 +51,12 @@ def run_case(graph_def_bytes: bytes, entry: dict, arrays: dict, target: str = ""
         with tf.Session(target, graph=graph) as sess:
             for r, run in enumerate(entry["runs"]):
                 feeds = {name: arrays[f"run{r}_feed{f}"] for f, name in enumerate(run["feeds"])}
-                got = sess.run(run["fetches"], feeds)
+                meta = tf.RunMetadata()
+                options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE) \
+                    if devices is not None else None
+                got = sess.run(run["fetches"], feeds, options=options, run_metadata=meta)
+                if devices is not None:
+                    devices.update(d.device for d in meta.step_stats.dev_stats)
                 for f, value in enumerate(got):
                     key = f"run{r}_fetch{f}"
                     if key in arrays:
@@ -99,11 +105,14 @@ def test_training_over_a_two_task_cluster(sweep):
     try:
         spec = tasks.cluster({"ps": ["nbcluster"], "worker": ["nbcluster"]})
         graph_def = graph_pb2.GraphDef.FromString(graph_def_bytes)
-        for node in graph_def.node:  # variables and their updates on the ps
-            node.device = "/job:ps/task:0" if node.op in ("VarHandleOp",) \
-                else "/job:worker/task:0"
+        for node in graph_def.node:  # variables on the ps; ops colocated with them follow
+            if node.op == "VarHandleOp":
+                node.device = "/job:ps/task:0"
+        devices: set = set()
         pairs = run_case(graph_def.SerializeToString(), entry, arrays,
-                         target=f"grpc://{spec['worker'][0]}")
+                         target=f"grpc://{spec['worker'][0]}", devices=devices)
     finally:
         tasks.stop()
+    assert {d.split("/device:")[0] for d in devices} == {
+        "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"}, devices
     assert pairs and not mismatches(pairs, entry)

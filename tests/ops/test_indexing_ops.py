@@ -219,6 +219,31 @@ def test_unique_keeps_first_appearance_order(dtype, out_idx):
     assert empty_y.size == 0 and empty_idx.size == 0
 
 
+@pytest.mark.parametrize("dtype, out_idx", [(tf.int32, tf.int32), (tf.int64, tf.int64),
+                                            (tf.float32, tf.int32)])
+def test_setdiff1d_keeps_x_order_and_positions(dtype, out_idx):
+    # TF's gradient of reduce_prod builds ListDiff; TF-serialized GraphDefs carry it
+    x = tf.placeholder(dtype, [None])
+    out, idx = tf.setdiff1d(x, tf.constant([4, 1], dtype), index_dtype=out_idx)
+    assert out.op.type == "ListDiff" and out.dtype == dtype and idx.dtype == out_idx
+    assert out.shape.as_list() == [None] and idx.shape.as_list() == [None]
+    with tf.Session() as sess:
+        values, positions = sess.run([out, idx], {x: [4, 3, 1, 5, 3, 4]})
+        empty, _ = sess.run([out, idx], {x: [1, 4]})
+    assert values.tolist() == [3, 5, 3] and positions.tolist() == [1, 3, 4]
+    assert positions.dtype == out_idx.as_numpy_dtype and empty.size == 0
+    assert tf.gradients(tf.reduce_sum(tf.cast(out, tf.float32)), [x]) == [None]
+
+
+def test_setdiff1d_refuses_a_matrix_naming_its_shape():
+    with pytest.raises(ValueError, match=r"y should be a 1D vector, got shape \(2, 1\)"):
+        tf.setdiff1d(tf.constant([1, 2]), tf.constant([[1], [2]]))
+    x = tf.placeholder(tf.int32)
+    out, _ = tf.setdiff1d(x, [1])
+    with tf.Session() as sess, pytest.raises(errors.InvalidArgumentError, match=r"\[2,2\]"):
+        sess.run(out, {x: [[1, 2], [3, 4]]})
+
+
 def test_unique_refuses_a_matrix_naming_its_shape():
     with pytest.raises(ValueError, match=r"unique expects a 1D vector, got shape \(2, 2\)"):
         tf.unique(tf.constant([[1, 2], [3, 4]]))

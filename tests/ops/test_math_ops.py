@@ -55,7 +55,7 @@ def test_equal_on_bool_and_string():
 UNARY = [(m.negative, np.negative, -5), (m.square, np.square, -5), (m.sqrt, np.sqrt, 0),
          (m.exp, np.exp, -5), (m.log, np.log, 0.1), (m.log1p, np.log1p, -0.5),
          (m.tanh, np.tanh, -5),
-         (m.abs, np.abs, -5)]
+         (m.abs, np.abs, -5), (m.reciprocal, np.reciprocal, 0.1)]
 
 
 @pytest.mark.parametrize("fn,ref,low", UNARY, ids=lambda f: getattr(f, "__name__", ""))
@@ -76,7 +76,7 @@ def test_unary_int_matches_numpy(fn, ref, dtype):
     check(run(fn(tf.constant(x))), ref(x), dtype)
 
 
-@pytest.mark.parametrize("fn", [m.sqrt, m.exp, m.log, m.log1p, m.tanh])
+@pytest.mark.parametrize("fn", [m.sqrt, m.exp, m.log, m.log1p, m.tanh, m.reciprocal])
 def test_float_only_unary_refuses_ints(fn):
     with pytest.raises(TypeError, match="int32 not in list of allowed values"):
         fn(tf.constant([1, 2]))

@@ -180,3 +180,38 @@ def test_count_nonzero(dtype):
     assert total.dtype == tf.int32 and total.shape.as_list() == [1, 1]
     assert run(total)[0, 0] == np.count_nonzero(x)
     assert tf.math.count_nonzero is tf.count_nonzero
+
+
+# -- Cumsum / Cumprod --------------------------------------------------------------------
+def _numpy_scan(fn, x, axis, exclusive, reverse, identity):
+    x = np.flip(x, axis) if reverse else x
+    out = fn(x, axis=axis, dtype=x.dtype)
+    if exclusive:
+        out = np.concatenate([np.full_like(np.take(out, [0], axis), identity),
+                              np.take(out, np.arange(x.shape[axis] - 1), axis)], axis)
+    return np.flip(out, axis) if reverse else out
+
+
+@pytest.mark.parametrize("op, fn, identity", [(tf.cumsum, np.cumsum, 0),
+                                              (tf.cumprod, np.cumprod, 1)])
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("dtype, axis", [(np.float32, 1), (np.int64, -3), (np.float64, 0)])
+def test_scans_match_numpy(op, fn, identity, exclusive, reverse, dtype, axis):
+    # TF's gradient of reduce_prod builds Cumprods; TF-serialized GraphDefs carry them
+    x = np.arange(1, 25).reshape(3, 2, 4).astype(dtype) % 5 + 1
+    t = op(tf.constant(x), axis, exclusive=exclusive, reverse=reverse)
+    assert t.op.type == ("Cumsum" if op is tf.cumsum else "Cumprod")
+    assert t.dtype == tf.as_dtype(dtype) and t.shape.as_list() == [3, 2, 4]
+    got = run(t)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, _numpy_scan(fn, x, axis, exclusive, reverse, identity))
+
+
+def test_scan_refuses_an_axis_out_of_range_naming_it():
+    x = tf.placeholder(tf.float32)
+    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError,
+                                             match=r"axis must be in \[-2, 2\), got 2"):
+        sess.run(tf.cumsum(x, 2), {x: np.ones((2, 2), np.float32)})
+    with pytest.raises(ValueError, match="axis must be a scalar"):
+        tf.cumsum(tf.ones([2]), [0])

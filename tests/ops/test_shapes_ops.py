@@ -193,3 +193,16 @@ def test_build_in_an_explicit_graph_and_name_scopes():
     out = tf.reshape(x, [3, 2], name="r")
     assert out.graph is graph and out.op.name == "r"
     assert out.op.inputs[1].op.name == "r/shape"
+
+
+def test_shape_n_gives_every_input_its_shape():
+    # TF's gradient of ConcatV2 builds ShapeN; GraphDefs TF serialized carry it
+    x, y = tf.placeholder(tf.float32, [None, 3]), tf.placeholder(tf.int32)
+    sx, sy = tf.shape_n([x, y], out_type=tf.int64)
+    assert sx.op.type == "ShapeN" and sx.op is sy.op and sx.op.get_attr("N") == 2
+    assert sx.shape.as_list() == [2] and sy.shape.rank == 1 and sx.dtype == tf.int64
+    got = run([sx, sy], {x: np.zeros((4, 3)), y: np.zeros((2, 5, 1), np.int32)})
+    np.testing.assert_array_equal(got[0], [4, 3])
+    np.testing.assert_array_equal(got[1], [2, 5, 1])
+    assert got[0].dtype == np.int64
+    assert tf.gradients(tf.reduce_sum(tf.cast(sx, tf.float32)), [x]) == [None]
