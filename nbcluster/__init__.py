@@ -35,6 +35,7 @@ from nbcluster.ops.slicing import (broadcast_to, invert_permutation, pad,  # noq
                                    slice, strided_slice, unstack)
 from nbcluster.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from nbcluster.ops.array import split, tile
+from nbcluster.ops.dynamic_partition import dynamic_partition, dynamic_stitch
 from nbcluster.ops.indexing import (boolean_mask, gather, one_hot, setdiff1d, unique,
                                     unsorted_segment_sum, where)
 from nbcluster.ops.logic import (is_finite, is_inf, is_nan, logical_and, logical_not,

@@ -4,6 +4,7 @@ from nbcluster.ops.loss_scaling import compute_average_loss
 from nbcluster.ops.math import tanh
 from nbcluster.ops.nn import (
                               bias_add,
+                              l2_loss,
                               log_softmax,
                               relu,
                               sigmoid,
@@ -18,7 +19,7 @@ from nbcluster.ops.sigmoid_losses import (
                               weighted_cross_entropy_with_logits,
 )
 
-__all__ = ["bias_add", "compute_average_loss", "embedding_lookup", "log_softmax", "relu",
+__all__ = ["bias_add", "compute_average_loss", "embedding_lookup", "l2_loss", "log_softmax", "relu",
            "sigmoid",
            "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
            "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",

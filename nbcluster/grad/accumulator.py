@@ -11,3 +11,4 @@ for _type in ("ConditionalAccumulator", "AccumulatorApplyGradient",
               "AccumulatorTakeGradient", "AccumulatorNumAccumulated",
               "AccumulatorSetGlobalStep"):
     NotDifferentiable(_type)
+    NotDifferentiable("Resource" + _type)

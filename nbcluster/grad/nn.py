@@ -1,5 +1,5 @@
 """Gradient rules of the nn family: Relu, Sigmoid, Softmax, softmax cross-entropy
-(dense and sparse), BiasAdd, and the backward ops ReluGrad, SigmoidGrad,
+(dense and sparse), L2Loss, BiasAdd, and the backward ops ReluGrad, SigmoidGrad,
 TanhGrad, ReciprocalGrad, SqrtGrad and BiasAddGrad themselves.
 
 Rule: where the forward op already computed what the gradient needs (the
@@ -30,6 +30,11 @@ def _relu_grad(op, grad):
 @register_gradient("Sigmoid")
 def _sigmoid_grad(op, grad):
     return [_backward("SigmoidGrad", op.outputs[0], grad)]
+
+
+@register_gradient("L2Loss")
+def _l2_loss_grad(op, grad):
+    return [m.multiply(op.inputs[0], grad)]
 
 
 @register_gradient("ReluGrad")

@@ -9,7 +9,7 @@ FAMILIES = ("array", "control", "fill", "io", "linalg", "math", "nn", "queue", "
             "reduction", "shapes", "slicing", "state", "training",
             "indexing", "logic", "accumulator", "summary", "data", "control_flow",
             "control_flow_tensor_array", "resource_variables", "functional",
-            "tensor_list", "optional")
+            "tensor_list", "optional", "dynamic_partition")
 
 
 def load_all() -> None:

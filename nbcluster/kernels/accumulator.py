@@ -104,6 +104,7 @@ class AccumulatorResource:
             self.global_step = step
 
 
+@register_kernel("ResourceConditionalAccumulator", "CPU")
 @register_kernel("ConditionalAccumulator", "CPU")
 def _accumulator(node, device):
     container = node.attrs.get("container") or None
@@ -119,6 +120,7 @@ def _accumulator(node, device):
     return accumulator
 
 
+@register_kernel("ResourceAccumulatorApplyGradient", "CPU")
 @register_kernel("AccumulatorApplyGradient", "CPU")
 def _apply_gradient(node, device):
     def apply_gradient(ctx, accumulator, local_step, gradient):
@@ -127,6 +129,7 @@ def _apply_gradient(node, device):
     return apply_gradient
 
 
+@register_kernel("ResourceAccumulatorTakeGradient", "CPU")
 @register_kernel("AccumulatorTakeGradient", "CPU")
 def _take_gradient(node, device):
     def take_gradient(ctx, accumulator, num_required):
@@ -134,6 +137,7 @@ def _take_gradient(node, device):
     return take_gradient
 
 
+@register_kernel("ResourceAccumulatorNumAccumulated", "CPU")
 @register_kernel("AccumulatorNumAccumulated", "CPU")
 def _num_accumulated(node, device):
     def num_accumulated(ctx, accumulator):
@@ -142,6 +146,7 @@ def _num_accumulated(node, device):
     return num_accumulated
 
 
+@register_kernel("ResourceAccumulatorSetGlobalStep", "CPU")
 @register_kernel("AccumulatorSetGlobalStep", "CPU")
 def _set_global_step(node, device):
     def set_global_step(ctx, accumulator, new_global_step):

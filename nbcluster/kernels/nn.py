@@ -1,5 +1,5 @@
 """Neural-net kernels on numpy (CPU) and cupy (GPU): Relu, Sigmoid, Softmax, cross-entropy
-(dense and sparse), BiasAdd and its gradient.
+(dense and sparse), L2Loss, BiasAdd and its gradient.
 
 Rule: every kernel is numerically stable over the whole float range (no
 overflow in exp) and never writes to its inputs.
@@ -84,6 +84,17 @@ def _softmax_xent(node, device):
 
 
 # -- backward ops ----------------------------------------------------------------------
+@register_kernel("L2Loss", *DEVICES)
+def _l2_loss(node, device):
+    xp, dtype = device.xp, _dtype(node)
+
+    def compute(ctx, t):  # accumulated in float32 at least, as the reductions do
+        total = xp.sum(xp.square(t, dtype=xp.promote_types(t.dtype, np.float32)))
+        return (xp.asarray(total / 2, dtype=dtype),)
+
+    return quiet(xp, compute)
+
+
 @register_kernel("ReluGrad", *DEVICES)
 def _relu_grad(node, device):
     xp, dtype = device.xp, _dtype(node)

@@ -1,4 +1,9 @@
-"""ConditionalAccumulator: averages gradients on its task, dropping stale ones."""
+"""ConditionalAccumulator: averages gradients on its task, dropping stale ones.
+
+TF 2.x builds the Resource* ops (ResourceConditionalAccumulator, ...), as the
+class below does; TF 1.x's ref-handle ops are registered too, for GraphDefs
+written by it, and run the same kernels.
+"""
 from __future__ import annotations
 
 from typing import Optional
@@ -20,6 +25,9 @@ _NUMBER_TYPES = (dtypes_lib.float16, dtypes_lib.float32, dtypes_lib.float64,
 @register_op("ConditionalAccumulator", stateful=True)
 def _accumulator_shape(op):
     return [(dtypes_lib.resource, scalar())]
+
+
+register_op("ResourceConditionalAccumulator", stateful=True)(_accumulator_shape)
 
 
 def _check_input_dtype(op, index: int, expected, what: str) -> None:
@@ -52,6 +60,13 @@ def _num_accumulated_shape(op):
 def _set_global_step_shape(op):
     _check_input_dtype(op, 1, dtypes_lib.int64, "new_global_step")
     return []
+
+
+for _type, _shape in {"ApplyGradient": _apply_shape, "TakeGradient": _take_shape,
+                      "NumAccumulated": _num_accumulated_shape,
+                      "SetGlobalStep": _set_global_step_shape}.items():
+    register_op(f"ResourceAccumulator{_type}", stateful=True, ref_inputs=(0,),
+                blocking=_type == "TakeGradient")(_shape)
 
 
 class ConditionalAccumulator:
@@ -91,7 +106,7 @@ class ConditionalAccumulator:
         self._shape = TensorShape(shape) if shape is not None else unknown_shape()
         self._graph = get_default_graph()
         self._accumulator_ref = self._graph.create_op(
-            "ConditionalAccumulator", [],
+            "ResourceConditionalAccumulator", [],
             {"dtype": self._dtype, "shape": self._shape, "container": "",
              "shared_name": shared_name or "", "reduction_type": reduction_type},
             name=name).outputs[0]
@@ -120,7 +135,7 @@ class ConditionalAccumulator:
           grad: a tensor of the accumulator's dtype and shape.
           local_step: the step the gradient was computed at (cast to int64).
           name: the op's name.
-        Returns: the AccumulatorApplyGradient Operation.
+        Returns: the ResourceAccumulatorApplyGradient Operation.
         Raises:
           ValueError: grad's dtype or shape does not match the accumulator's.
           TypeError: local_step is not an integer.
@@ -131,8 +146,8 @@ class ConditionalAccumulator:
                              f"shape {grad.shape} is incompatible with the accumulator "
                              f"shape {self._shape}")
         local_step = self._as_int(local_step, dtypes_lib.int64, "local_step")
-        return self._op("AccumulatorApplyGradient", [local_step, grad],
-                        name or "AccumulatorApplyGradient", dtype=self._dtype)
+        return self._op("ResourceAccumulatorApplyGradient", [local_step, grad],
+                        name or "ResourceAccumulatorApplyGradient", dtype=self._dtype)
 
     def take_grad(self, num_required, name: Optional[str] = None):
         """The average (or sum) of the gradients, once at least `num_required` arrived.
@@ -145,15 +160,15 @@ class ConditionalAccumulator:
           TypeError: num_required is not an integer.
         """
         num_required = self._as_int(num_required, dtypes_lib.int32, "num_required")
-        out = self._op("AccumulatorTakeGradient", [num_required],
-                       name or "AccumulatorTakeGradient", dtype=self._dtype).outputs[0]
+        out = self._op("ResourceAccumulatorTakeGradient", [num_required],
+                       name or "ResourceAccumulatorTakeGradient", dtype=self._dtype).outputs[0]
         out.set_shape(self._shape)
         return out
 
     def num_accumulated(self, name: Optional[str] = None):
         """An int32 Tensor: how many gradients the aggregate holds now."""
-        return self._op("AccumulatorNumAccumulated", [],
-                        name or "AccumulatorNumAccumulated").outputs[0]
+        return self._op("ResourceAccumulatorNumAccumulated", [],
+                        name or f"{self._name}_NumAccumulated").outputs[0]
 
     def set_global_step(self, new_global_step, name: Optional[str] = None):
         """Sets the accumulator's global step (gradients of older steps are then stale).
@@ -162,4 +177,5 @@ class ConditionalAccumulator:
           TypeError: new_global_step is not an integer.
         """
         step = self._as_int(new_global_step, dtypes_lib.int64, "new_global_step")
-        return self._op("AccumulatorSetGlobalStep", [step], name or "AccumulatorSetGlobalStep")
+        return self._op("ResourceAccumulatorSetGlobalStep", [step],
+                        name or "ResourceAccumulatorSetGlobalStep")

@@ -106,6 +106,17 @@ def sigmoid(x, name=None) -> Tensor:
     return apply_op("Sigmoid", [x], ("x",), name).outputs[0]
 
 
+@register_op("L2Loss")
+def _l2_loss_shape(op):
+    check_dtype(op.inputs[0].dtype, FLOATS, "t")
+    return [(op.inputs[0].dtype, TensorShape([]))]
+
+
+def l2_loss(t, name=None) -> Tensor:
+    """sum(t ** 2) / 2 as a scalar (op L2Loss; TF's tf.clip_by_global_norm uses it)."""
+    return apply_op("L2Loss", [t], ("t",), name).outputs[0]
+
+
 def _axis_arg(axis, dim) -> object:
     if axis is not None and dim is not None:
         raise ValueError("Cannot specify both 'axis' and 'dim'")

@@ -14,9 +14,14 @@ from nbcluster.framework.tensor_shape import TensorShape, scalar, unknown_shape
 from nbcluster.ops.random import get_seed
 from nbcluster.ops.shape_inference import constant_value
 
+_QUEUES = ("FIFOQueueV2", "RandomShuffleQueueV2")
+
 
 def _component_shapes(op, batch: bool, rows=None):
-    shapes = op.get_attr("shapes") or [unknown_shape()] * len(op.get_attr("component_types"))
+    # As in TF, only the queue op holds the shapes; a dequeue reads them from there
+    queue = op.inputs[0].op
+    shapes = queue.get_attr("shapes") if queue.type in _QUEUES else None
+    shapes = shapes or [unknown_shape()] * len(op.get_attr("component_types"))
     if batch:
         return [TensorShape([rows] + s.as_list()) if s.rank is not None else unknown_shape()
                 for s in shapes]
@@ -117,10 +122,14 @@ class FIFOQueue:
         return tensors
 
     def _op(self, op_type: str, inputs: list, name: Optional[str], **attrs):
+        # TF's attrs: enqueues name the types Tcomponents, dequeues component_types
+        if "Enqueue" in op_type:
+            attrs["Tcomponents"] = [t.dtype for t in inputs]
+        elif "Dequeue" in op_type:
+            attrs["component_types"] = self._dtypes
         with self._graph.colocate_with(self._queue_ref.op):
-            return self._graph.create_op(op_type, [self._queue_ref] + inputs,
-                                         dict(attrs, component_types=self._dtypes,
-                                              shapes=self._shapes or []), name=name or op_type)
+            return self._graph.create_op(op_type, [self._queue_ref] + inputs, attrs,
+                                         name=name or op_type)
 
     def enqueue(self, vals, name=None):
         return self._op("QueueEnqueueV2", self._components(vals, False), name or

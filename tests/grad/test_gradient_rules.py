@@ -69,6 +69,7 @@ CASES = {
     "Tanh": (tf.tanh, [u(2, 3)]),
     "Abs": (tf.abs, [away_from_zero(2, 3)]),
     "Reciprocal": (tf.math.reciprocal, [away_from_zero(2, 3)]),
+    "L2Loss": (tf.nn.l2_loss, [u(2, 3)]),
     "Cast": (lambda x: tf.cast(tf.cast(x, tf.float32), tf.float64), [u(2, 3)]),
     # matmul
     "MatMul": (lambda a, b: tf.matmul(a, b), [u(2, 3), u(3, 4)]),
@@ -138,6 +139,8 @@ CASES = {
     "SqrtGrad": (lambda y, dy: tf.get_default_graph().create_op(
         "SqrtGrad", [y, dy], {"T": y.dtype}).outputs[0], [pos(2, 3), u(2, 3)]),
     "Cumsum": (lambda x: tf.cumsum(x, 1), [u(2, 3)]),
+    "DynamicPartition": (lambda x: tf.dynamic_partition(x, [1, 0, 1], 2)[1], [u(3, 2)]),
+    "DynamicStitch": (lambda x, y: tf.dynamic_stitch([[0, 2], [1]], [x, y]), [u(2, 3), u(1, 3)]),
     "Cumsum-exclusive-reverse": (lambda x: tf.cumsum(x, 0, exclusive=True, reverse=True),
                                  [u(3, 2)]),
     "Cumprod": (lambda x: tf.cumprod(x, 1), [away_from_zero(2, 3)]),

@@ -22,8 +22,9 @@ from nbcluster.proto import graph_pb2
 pytestmark = requires_tensorflow
 
 FAMILIES = ["array", "shapes", "fill", "slicing", "indexing", "logic", "math", "linalg",
-            "reduction", "nn", "random", "state", "resource_variables", "training",
-            "control", "data"]
+            "reduction", "nn", "clipping", "embedding", "init_ops", "random", "state",
+            "resource_variables", "training", "queue", "accumulator", "control",
+            "tensor_array", "summary", "data"]
 
 
 @pytest.fixture(scope="module")

@@ -23,26 +23,30 @@ def test_ops_names_types_and_attrs():
     acc = tf.ConditionalAccumulator(tf.float32, shape=[2, 3], shared_name="acc")
     ref = acc.accumulator_ref
     assert acc.name == "conditional_accumulator" and ref.dtype == tf.resource
-    assert ref.op.type == "ConditionalAccumulator" and acc.dtype == tf.float32
+    # TF 2.x's op types (its tf.compat.v1.ConditionalAccumulator builds these)
+    assert ref.op.type == "ResourceConditionalAccumulator" and acc.dtype == tf.float32
     assert ref.op.get_attr("shared_name") == "acc"
     assert ref.op.get_attr("reduction_type") == "MEAN"
     assert ref.op.get_attr("shape").as_list() == [2, 3]
     apply = acc.apply_grad(np.ones([2, 3], np.float32), local_step=3)
-    assert apply.type == "AccumulatorApplyGradient"
+    assert apply.type == "ResourceAccumulatorApplyGradient"
     assert [t.dtype for t in apply.inputs] == [tf.resource, tf.int64, tf.float32]
     take = acc.take_grad(2)
-    assert take.op.type == "AccumulatorTakeGradient" and take.dtype == tf.float32
+    assert take.op.type == "ResourceAccumulatorTakeGradient" and take.dtype == tf.float32
     assert take.shape.as_list() == [2, 3] and take.op.inputs[1].dtype == tf.int32
     count = acc.num_accumulated()
-    assert count.op.type == "AccumulatorNumAccumulated" and count.dtype == tf.int32
-    assert acc.set_global_step(4).type == "AccumulatorSetGlobalStep"
+    assert count.op.type == "ResourceAccumulatorNumAccumulated" and count.dtype == tf.int32
+    assert count.op.name == "conditional_accumulator_NumAccumulated"
+    assert acc.set_global_step(4).type == "ResourceAccumulatorSetGlobalStep"
 
 
 def test_no_gradient_flows_through_accumulator_ops():
     for op_type in ("ConditionalAccumulator", "AccumulatorApplyGradient",
                     "AccumulatorTakeGradient", "AccumulatorNumAccumulated",
                     "AccumulatorSetGlobalStep"):
-        assert registry.is_declared(op_type) and registry.get_gradient_rule(op_type) is None
+        for prefix in ("", "Resource"):
+            assert registry.is_declared(prefix + op_type)
+            assert registry.get_gradient_rule(prefix + op_type) is None
 
 
 def test_build_time_shape_and_dtype_errors_name_the_values():
@@ -166,3 +170,21 @@ def test_run_time_shape_errors_name_the_shapes():
         with pytest.raises(tf.errors.InvalidArgumentError, match="num_required must be "
                                                                    "positive, but was 0"):
             sess.run(acc.take_grad(0))
+
+
+def test_tf1_ref_handle_ops_of_older_graphs_still_run():
+    # GraphDefs TF 1.x wrote name the ops without "Resource"; both kinds share kernels
+    g = tf.get_default_graph()
+    acc = g.create_op("ConditionalAccumulator", [], {
+        "dtype": tf.float32, "shape": tf.TensorShape([2]), "container": "",
+        "shared_name": "", "reduction_type": "MEAN"}, name="old").outputs[0]
+    steps = tf.constant(0, tf.int64)
+    applies = [g.create_op("AccumulatorApplyGradient", [acc, steps, tf.constant(v)],
+                           {"dtype": tf.float32}) for v in ([1.0, 2.0], [3.0, 6.0])]
+    count = g.create_op("AccumulatorNumAccumulated", [acc], {}).outputs[0]
+    take = g.create_op("AccumulatorTakeGradient", [acc, tf.constant(2)],
+                       {"dtype": tf.float32}).outputs[0]
+    with tf.Session() as sess:
+        sess.run(applies)
+        assert sess.run(count) == 2
+        assert sess.run(take).tolist() == [2.0, 4.0]

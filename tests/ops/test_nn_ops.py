@@ -334,3 +334,16 @@ def test_relu_grad_of_inf_or_nan_where_features_are_not_positive_is_nan_as_tf():
         "ReluGrad", [tf.constant([np.inf, np.nan, 2.0]), tf.constant([-1.0, -1.0, 3.0])],
         {"T": tf.float32})
     np.testing.assert_array_equal(run(g.outputs[0]), [np.nan, np.nan, 2.0])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_l2_loss_is_half_the_sum_of_squares(dtype):
+    # TF's clip_by_global_norm builds L2Loss; TF-serialized GraphDefs carry it
+    x = np.linspace(-2, 3, 12).reshape(3, 4).astype(dtype)
+    t = tf.nn.l2_loss(tf.constant(x))
+    assert t.op.type == "L2Loss" and t.dtype == tf.as_dtype(dtype) and t.shape.as_list() == []
+    got = run(t)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, np.sum(x.astype(np.float64) ** 2) / 2, rtol=1e-3)
+    with pytest.raises(TypeError, match="int32 not in list of allowed values"):
+        tf.nn.l2_loss(tf.constant([1, 2]))

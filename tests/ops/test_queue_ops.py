@@ -31,6 +31,28 @@ def test_queue_ops_names_and_types():
     assert tf.FIFOQueue(1, tf.float32).name == "fifo_queue_1"
 
 
+def test_queue_ops_carry_tf_attrs_and_dequeues_read_shapes_from_the_queue():
+    # TF's Enqueue ops have Tcomponents and its dequeues no shapes attr: a TF-built
+    # GraphDef imported here once failed ("has no attr named 'shapes'")
+    with tf.Graph().as_default() as g:
+        q = tf.FIFOQueue(4, [tf.float32, tf.int32], shapes=[[2], []])
+        enqueue = q.enqueue([[1.0, 2.0], 7])
+        x, _ = q.dequeue()
+        assert enqueue.get_attr("Tcomponents") == [tf.float32, tf.int32]
+        assert x.op.get_attr("component_types") == [tf.float32, tf.int32]
+        for op in (enqueue, x.op):
+            assert "shapes" not in op.node_def.attr
+        graph_def = g.as_graph_def()
+    with tf.Graph().as_default() as imported:
+        tf.import_graph_def(graph_def, name="")
+        x = imported.get_tensor_by_name("fifo_queue_Dequeue:0")
+        assert x.shape.as_list() == [2]
+        with tf.Session() as sess:
+            sess.run("fifo_queue_enqueue")
+            got = sess.run(["fifo_queue_Dequeue:0", "fifo_queue_Dequeue:1"])
+    assert got[0].tolist() == [1.0, 2.0] and got[1] == 7
+
+
 def test_single_component_dequeue_is_a_tensor():
     q = tf.FIFOQueue(1, tf.float32)
     assert isinstance(q.dequeue(), tf.Tensor)

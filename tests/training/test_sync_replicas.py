@@ -60,7 +60,7 @@ def test_graph_pieces_and_slots():
     assert [x.op.name for x in local] == ["sync_rep_local_step"] and local[0].dtype == tf.int64
     assert opt.get_slot_names() == ["momentum"] and opt.get_slot(v, "momentum") is not None
     graph = tf.get_default_graph()
-    accs = [op for op in graph.get_operations() if op.type == "ConditionalAccumulator"]
+    accs = [op for op in graph.get_operations() if op.type == "ResourceConditionalAccumulator"]
     assert [a.get_attr("shared_name") for a in accs] == ["v:0/grad_accum"]
     runner = opt.get_chief_queue_runner()
     assert len(runner.enqueue_ops) == 1

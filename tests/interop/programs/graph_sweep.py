@@ -358,6 +358,273 @@ def dataset_range_zip_concat():
     return [[it.initializer], list(nxt), list(nxt)]
 
 
+# -- more attrs and gradients per family --------------------------------------------------
+@case("array")
+def gradients_of_rearrangements():
+    x = tf1.placeholder(tf.float32, [3, 4], name="x")
+    parts = tf.split(x, [1, 3], axis=1)
+    halves = tf.split(x, 2, axis=1)
+    t = tf.tile(x, [2, 1])
+    loss = tf.reduce_sum(parts[1] * parts[1]) + tf.reduce_sum(halves[0] * 3.0) \
+        + tf.reduce_sum(t * t) + tf.reduce_sum(tf.stack([x, x * x], 0)[1])
+    return [(grads(loss, [x]), {x: A})]
+
+
+@case("shapes")
+def unknown_dims_and_int64_shapes():
+    x = tf1.placeholder(tf.float32, [None, None, 4], name="x")
+    r = tf.reshape(x, tf.stack([tf.shape(x)[0], -1]))
+    s64, n64 = tf.shape(x, out_type=tf.int64), tf.size(x, out_type=tf.int64)
+    sq = tf.squeeze(tf.expand_dims(x, -1))
+    t = tf.transpose(x)
+    loss = tf.reduce_sum(r * r) + tf.reduce_sum(sq * t[0, 0, 0]) + tf.reduce_sum(t * 2.0)
+    return [([r, s64, n64, sq, t] + grads(loss, [x]), {x: V})]
+
+
+@case("slicing")
+def strided_slice_masks():
+    x = tf1.placeholder(tf.float32, [2, 3, 4], name="x")
+    out = [x[..., 1], x[:, tf.newaxis, 1:, ::2], x[1, :, -2:], x[::-1, 2, :3], x[..., ::-1, 0],
+           tf.slice(x, [0, 1, 1], [-1, 2, 2])]
+    loss = tf.add_n([tf.reduce_sum(o * o) for o in out])
+    return [(out + grads(loss, [x]), {x: V})]
+
+
+@case("slicing")
+def broadcast_to_and_pad_gradients():
+    x = tf1.placeholder(tf.float32, [1, 4], name="x")
+    b = tf.broadcast_to(x, [3, 4])
+    p = tf.pad(x, [[2, 1], [1, 1]], constant_values=0.0)
+    loss = tf.reduce_sum(b * tf.constant(A)) + tf.reduce_sum(p * p)
+    return [([b, p] + grads(loss, [x]), {x: A[:1]})]
+
+
+@case("indexing")
+def gathers_and_segment_gradients():
+    x = tf1.placeholder(tf.float32, [3, 4], name="x")
+    ids = tf1.placeholder(tf.int64, [None], name="ids")
+    g = tf.gather(x, ids)
+    gm = tf.gather(x, [[0, 1], [2, 2]])
+    seg = tf.math.unsorted_segment_sum(x * x, tf.constant([2, 2, 0]), 4)
+    bm = tf.boolean_mask(x, x[:, 0] > 0.0)
+    sel = tf1.where(tf.constant([True, False, True]), x, x * 10.0)
+    loss = tf.reduce_sum(g * g) + tf.reduce_sum(gm) + tf.reduce_sum(seg) + tf.reduce_sum(bm) \
+        + tf.reduce_sum(sel * sel)
+    return [([g, gm, seg, bm, sel] + grads(loss, [x]), {x: A, ids: np.array([2, 1, 2])})]
+
+
+@case("logic")
+def logical_xor_and_comparisons_of_ints():
+    a = tf.constant([True, True, False, False])
+    b = tf.constant([True, False, True, False])
+    i = tf.constant([3, -1, 4, 1], tf.int64)
+    return [[tf.math.logical_xor(a, b), tf.equal(i, 4), tf.greater(i, 0), tf.less_equal(i, 1),
+             tf.equal(tf.constant(["a", "b"]), "b")]]
+
+
+@case("math")
+def float64_and_half():
+    x = tf.constant(A.astype(np.float64))
+    h = tf.constant(A.astype(np.float16))
+    y = tf1.placeholder(tf.float64, [3, 4], name="y")
+    out = [x * y + 1.0, tf.exp(y) / x, tf.square(h) + h, tf.cast(h, tf.float32),
+           tf.cast(y, tf.float16), tf.sqrt(tf.abs(y)), tf.math.reciprocal(x)]
+    loss = tf.reduce_sum(out[0] * out[1]) + tf.reduce_sum(out[5])
+    return [(out + grads(loss, [y]), {y: (A * 2.0).astype(np.float64)})]
+
+
+@case("math")
+def division_and_power_gradients():
+    x = tf1.placeholder(tf.float32, [3, 4], name="x")
+    y = tf1.placeholder(tf.float32, [3, 1], name="y")
+    q = tf.abs(y) + 0.5
+    out = [x / q, tf.math.divide_no_nan(x, y), tf.pow(q, x), tf.maximum(x, y),
+           tf.minimum(x, 0.0), tf1.add_n([x, x * y]), x - y, tf.sqrt(q) * x,
+           tf.math.log1p(q) * x]
+    loss = tf.add_n([tf.reduce_sum(o * o) for o in out])
+    return [(out + grads(loss, [x, y]), {x: A, y: B[:3, :1]})]
+
+
+@case("linalg")
+def batch_matmul_broadcast():
+    x = tf1.placeholder(tf.float32, [2, 3, 4], name="x")
+    w = tf1.placeholder(tf.float32, [4, 5], name="w")
+    m = tf.matmul(x, w)
+    a = tf.matmul(x, x, adjoint_b=True)
+    loss = tf.reduce_sum(m * m) + tf.reduce_sum(a)
+    return [([m, a] + grads(loss, [x, w]), {x: V, w: B})]
+
+
+@case("reduction")
+def extremes_and_products_gradients():
+    x = tf1.placeholder(tf.float32, [3, 4], name="x")
+    out = [tf.reduce_max(x, 1), tf.reduce_min(x, 0, keepdims=True), tf.reduce_prod(x, 1),
+           tf.reduce_mean(x, [0, 1]), tf.reduce_sum(x, -1),
+           tf.argmax(x, 1, output_type=tf.int32), tf.math.count_nonzero(x > 0.0, 1),
+           tf.cumsum(x, 1), tf.math.cumprod(x, 0, exclusive=True, reverse=True)]
+    loss = tf.add_n([tf.reduce_sum(o * o) for o in out[:5] + out[7:]])
+    return [(out + grads(loss, [x]), {x: A})]
+
+
+@case("reduction")
+def integer_reductions_and_range():
+    x = tf.constant([[3, 1, 4], [1, 5, 9]], tf.int32)
+    return [[tf.reduce_sum(x, 0), tf.reduce_prod(x, 1), tf.reduce_max(x), tf.reduce_mean(x, 1),
+             tf.range(2, 11, 3), tf.range(5, dtype=tf.int64), tf.range(0.0, 1.0, 0.25)]]
+
+
+@case("nn")
+def softmax_family_gradients():
+    x = tf1.placeholder(tf.float32, [3, 4], name="x")
+    s, ls = tf.nn.softmax(x), tf.nn.log_softmax(x)
+    b = tf.nn.bias_add(tf.reshape(x, [3, 2, 2]), [1.0, -1.0], data_format="NCHW")
+    w = tf.nn.weighted_cross_entropy_with_logits(labels=tf.ones_like(x) * 0.5, logits=x,
+                                                 pos_weight=2.0)
+    loss = tf.reduce_sum(s * tf.constant(A)) + tf.reduce_sum(ls * ls) + tf.reduce_sum(b * b) \
+        + tf.reduce_sum(w)
+    return [([s, ls, b, w] + grads(loss, [x]), {x: A})]
+
+
+@case("nn")
+def second_derivatives():
+    x = tf1.placeholder(tf.float32, [3, 4], name="x")
+    y = tf.reduce_sum(tf.nn.relu(x) * x + tf.sigmoid(x) + tf.tanh(x) * 2.0 + tf.sqrt(x * x + 1.0)
+                      + tf.math.reciprocal(x * x + 1.0))
+    (g,) = tf.gradients(y, [x])
+    (h,) = tf.gradients(tf.reduce_sum(g * g), [x])
+    return [([g, h], {x: A})]
+
+
+@case("clipping")
+def clipping():
+    x = tf1.placeholder(tf.float32, [3, 4], name="x")
+    v = tf.clip_by_value(x, -0.5, 0.5)
+    n = tf.clip_by_norm(x, 1.0)
+    (c1, c2), gn = tf.clip_by_global_norm([x, x * 2.0], 2.0)
+    loss = tf.reduce_sum(v * v) + tf.reduce_sum(n * n) + tf.reduce_sum(c1 * c2)
+    return [([v, n, c1, c2, gn, tf.linalg.global_norm([x])] + grads(loss, [x]), {x: A})]
+
+
+@case("embedding")
+def embedding_lookup():
+    emb = tf.constant(B)
+    ids = tf1.placeholder(tf.int32, [None], name="ids")
+    e = tf1.nn.embedding_lookup(emb, ids)
+    e2 = tf1.nn.embedding_lookup([emb[:2], emb[2:]], ids, partition_strategy="div")
+    loss = tf.reduce_sum(e * e) + tf.reduce_sum(e2)
+    (g,) = tf.gradients(loss, [emb])
+    return [([e, e2, tf.convert_to_tensor(g)], {ids: np.array([3, 0, 3], np.int32)})]
+
+
+@case("init_ops")
+def initializers_of_variables():
+    tf1.set_random_seed(1)
+    vs = [tf1.get_variable("z", [2, 3], initializer=tf1.zeros_initializer()),
+          tf1.get_variable("o", [3], initializer=tf1.ones_initializer(), dtype=tf.int32),
+          tf1.get_variable("c", [2, 2], initializer=tf1.constant_initializer([1., 2., 3., 4.]))]
+    return [[tf1.global_variables_initializer()], [v.value() for v in vs]]
+
+
+@case("init_ops", compare="shape")
+def random_initializers():
+    tf1.set_random_seed(1)
+    vs = [tf1.get_variable("g", [4, 3], initializer=tf1.glorot_uniform_initializer()),
+          tf1.get_variable("n", [5], initializer=tf1.random_normal_initializer(0.0, 2.0)),
+          tf1.get_variable("t", [3, 3], initializer=tf1.truncated_normal_initializer()),
+          tf1.get_variable("s", [2, 6], initializer=tf1.variance_scaling_initializer())]
+    return [[tf1.global_variables_initializer()], [v.value() for v in vs]]
+
+
+@case("queue")
+def fifo_queue():
+    q = tf1.FIFOQueue(5, [tf.float32, tf.int32], shapes=[[2], []])
+    enq = q.enqueue_many([tf.constant(A[:3, :2]), tf.constant([1, 2, 3])])
+    one = q.dequeue()
+    many = q.dequeue_many(2)
+    return [[enq], [q.size()], list(one), list(many), [q.size()]]
+
+
+@case("accumulator")
+def conditional_accumulator():
+    acc = tf1.ConditionalAccumulator(tf.float32, shape=[2], shared_name="acc")
+    apply = [acc.apply_grad(tf.constant([1.0, 2.0]), local_step=0),
+             acc.apply_grad(tf.constant([3.0, 6.0]), local_step=0)]
+    return [[apply[0]], [apply[1]], [acc.num_accumulated()], [acc.take_grad(2)]]
+
+
+@case("tensor_array")
+def tensor_array_in_a_while_loop():
+    x = tf1.placeholder(tf.float32, [3, 4], name="x")
+    ta = tf.TensorArray(tf.float32, size=3).unstack(x)
+    out = tf.TensorArray(tf.float32, size=3)
+
+    def body(i, acc, out):
+        acc = acc * 0.5 + ta.read(i)
+        return i + 1, acc, out.write(i, acc)
+
+    _, last, out = tf1.while_loop(lambda i, *_: i < 3, body, [0, tf.zeros([4]), out])
+    stacked = out.stack()
+    (g,) = tf.gradients(tf.reduce_sum(stacked * stacked), [x])
+    return [([last, stacked, g], {x: A})]
+
+
+@case("summary")
+def scalar_and_merged_summaries():
+    x = tf.constant(2.5)
+    s = tf1.summary.scalar("loss", x)
+    t = tf1.summary.tensor_summary("t", tf.constant([1.0, 2.0]))
+    return [[s, t, tf1.summary.merge([s, t])]]
+
+
+@case("control")
+def nested_cond_in_while_with_gradient():
+    x = tf1.placeholder(tf.float32, [], name="x")
+
+    def body(i, acc):
+        acc = tf.cond(tf.equal(i % 2, 0), lambda: acc * x, lambda: acc + x)
+        return i + 1, acc
+
+    _, y = tf1.while_loop(lambda i, _: i < 4, body, [tf.constant(0), tf.constant(1.0)])
+    (g,) = tf.gradients(y, [x])
+    case_ = tf.case([(x > 5.0, lambda: x * 2.0), (x > 1.0, lambda: x * 3.0)],
+                    default=lambda: -x)
+    return [([y, g, case_], {x: np.float32(1.5)}), ([y, g, case_], {x: np.float32(6.0)})]
+
+
+@case("control")
+def cond_on_ref_variable():
+    v = tf1.Variable(2.0, name="v")
+    p = tf1.placeholder(tf.bool, [], name="p")
+    y = tf.cond(p, lambda: tf1.assign_add(v, 1.0), lambda: tf.identity(v))
+    return [[v.initializer], ([y], {p: True}), ([y], {p: False}), [v.value()]]
+
+
+@case("data")
+def dataset_shard_repeat_batch_drop_remainder():
+    # not unbatch(): TF builds it with a map function of the GraphDef's library
+    ds = tf1.data.Dataset.range(9).shard(2, 1).repeat(2).take(7).batch(3, drop_remainder=True)
+    it = tf1.data.make_initializable_iterator(ds)
+    nxt = it.get_next()
+    return [[it.initializer], [nxt], [nxt]]
+
+
+@case("data", compare="shape")
+def dataset_shuffle_seeded():
+    ds = tf1.data.Dataset.range(10).shuffle(10, seed=3).batch(4)
+    it = tf1.data.make_initializable_iterator(ds)
+    nxt = it.get_next()
+    return [[it.initializer], [nxt], [nxt]]
+
+
+@case("state")
+def variable_shapes_and_assign_without_validation():
+    v = tf1.Variable(tf.zeros([2]), name="v", validate_shape=False)
+    w = tf1.Variable(np.arange(6, dtype=np.int64).reshape(2, 3), name="w")
+    grow = tf1.assign(v, tf.ones([3]), validate_shape=False)
+    return [[tf1.global_variables_initializer()], [grow], [v.value()],
+            [tf1.assign(w, w * 2)], [tf1.assign_add(w, tf.ones_like(w))], [w.value()]]
+
+
 def tensor_names(fetches) -> list:
     return [f.name for f in fetches]
 
