@@ -16,6 +16,8 @@ partition is registered). Here, as in TF's executor:
   (forwarding it and its index), and dead only once every input it can get
   this iteration is dead. A dead NextIteration is dropped (that is how a
   loop ends); a dead Exit reaches the parent only when its frame is done.
+  A ControlTrigger runs and is live even when its inputs are dead (TF's
+  gradients of conds in loops sync their stacks through one).
 - A control-flow `_Send`/`_Recv` pair (attr `_cf`, set by the partitioner)
   runs even when dead, carrying the deadness, and keys its tensor with the
   frame and iteration, so a loop's iterations and a branch's deadness cross
@@ -51,10 +53,10 @@ CONTROL_FLOW_OPS = frozenset({
     "TensorArraySizeV3", "TensorArrayCloseV3", "TensorArrayGradV3",
     "StackV2", "StackPushV2", "StackPopV2", "StackCloseV2"})
 
-_NORMAL, _SWITCH, _MERGE, _ENTER, _EXIT, _NEXT, _SEND, _RECV, _FETCH = range(9)
+_NORMAL, _SWITCH, _MERGE, _ENTER, _EXIT, _NEXT, _SEND, _RECV, _FETCH, _TRIGGER = range(10)
 _KINDS = {"Switch": _SWITCH, "RefSwitch": _SWITCH, "Merge": _MERGE, "RefMerge": _MERGE,
           "Enter": _ENTER, "RefEnter": _ENTER, "Exit": _EXIT, "RefExit": _EXIT,
-          "NextIteration": _NEXT, "RefNextIteration": _NEXT}
+          "NextIteration": _NEXT, "RefNextIteration": _NEXT, "ControlTrigger": _TRIGGER}
 
 
 def needs_frames(nodes: list) -> bool:
@@ -248,6 +250,8 @@ class _Run:
             self._finish(i, frame, it, value is DEAD, outs)
             return
         pending = it.pending.pop(i)
+        if kind == _TRIGGER:  # runs, live, even on dead inputs (TF's gradient loops rely on it)
+            dead = False
         if dead and kind not in (_SEND, _RECV, _FETCH):
             self._finish(i, frame, it, True, (DEAD,) * self._arity(i))
             return

@@ -98,6 +98,20 @@ def test_a_merge_of_dead_inputs_is_dead_so_its_fetch_fails():
         _run(g, [out])
 
 
+def test_a_control_trigger_is_live_even_when_its_inputs_are_dead():
+    # TF's gradients of a cond inside a while loop sync their stacks with a
+    # ControlTrigger on the untaken branch; its dead input once ended the loop
+    from nbcluster.ops.control_flow import switch
+    with tf.Graph().as_default() as g:
+        _, t = switch(tf.constant(3.0), tf.constant(False))
+        dead = tf.negative(t)
+        with g.control_dependencies([dead]):
+            trigger = g.create_op("ControlTrigger", [], {}, name="trigger")
+        with g.control_dependencies([trigger]):
+            after = tf.constant(7.0) * 2.0
+    assert _run(g, [after]) == [14.0]
+
+
 def test_a_hand_built_loop_of_nodes_runs_its_iterations():
     """Enter/Merge/Switch/LoopCond/NextIteration/Exit as a GraphDef spells them."""
     device = _device().name
