@@ -61,14 +61,26 @@ def test_placement_view_and_timeline_draw_a_step_that_ran_on_tensorflow_tasks():
                 total = tf.reduce_sum(tf.matmul(v, v), name="total")
             with tf.Session(cluster.target("worker", 0)) as sess:
                 sess.run(v.initializer)
-                meta = tf.RunMetadata()
+                meta, bare = tf.RunMetadata(), tf.RunMetadata()
                 assert sess.run(total, options=tf.RunOptions(
                     trace_level=tf.RunOptions.FULL_TRACE, output_partition_graphs=True),
                     run_metadata=meta) == 16 * 16 * 16
+                sess.run(total, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                         run_metadata=bare)
     ps, worker = ("/job:ps/replica:0/task:0/device:CPU:0",
                   "/job:worker/replica:0/task:0/device:CPU:0")
     timeline = Timeline(meta)
     assert {ps, worker} <= {op["device"] for op in timeline.ops}
+    # TF's RecvTensor stats as arrows: v's value from the ps to the worker's MatMul,
+    # found through the partition graphs and, without them, through the edge's name
+    for traced in (timeline, Timeline(bare)):
+        arrows = [(t["src_device"], t["dst_device"], t["tensor"], t["bytes"])
+                  for t in traced.transfers]
+        assert arrows == [(ps, worker, "v/read:0", 16 * 16 * 4)]
+        (drawn,) = traced._data["transfers"]
+        ops = traced._data["ops"]
+        assert (ops[drawn["send"]]["name"], ops[drawn["send"]]["op"]) == ("v/read", "Identity")
+        assert ops[drawn["recv"]]["op"] == "RecvTensor" and ops[drawn["recv"]]["kind"] == "wait"
     placement = PlacementView(graph=graph, run_metadata=meta)
     where = {node["name"]: node["device"] for node in placement.nodes}
     assert where["v"] == ps and where["total"] == worker

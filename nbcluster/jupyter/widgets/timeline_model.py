@@ -3,6 +3,14 @@
 Pure functions of the RunMetadata: no I/O, no widgets. Times are microseconds
 (floats, from the nanosecond fields where the tracer filled them) relative to
 the step's first op start, so bars from tasks on one host share one axis.
+
+TensorFlow's tasks report no stats for their cross-task _Send/_Recv nodes;
+the receiving device reports each remote tensor as a "RecvTensor" node stat
+labelled "[<bytes>B] [<rate>Mb/s] <rendezvous edge> from <src> to <dst>".
+Those become the transfers of a step run on TF tasks: a bar named
+"RecvTensor <edge> from <src>" on the receiver, from the tensor's producer on the sender (found through the
+partition graphs' _Send of that edge, else the edge's name), or from a
+zero-length "_Send" marker there when the producer left no stat either.
 """
 from __future__ import annotations
 
@@ -14,6 +22,9 @@ import nbcluster as tf
 FULL_TRACE_HINT = ("run the step with options=tf.RunOptions(trace_level="
                    "tf.RunOptions.FULL_TRACE) and pass that run_metadata")
 _LABEL = re.compile(r"^(?P<name>.*?) = (?P<op>[\w.>-]+)\((?P<inputs>.*)\)$", re.S)
+_RECV_TENSOR = re.compile(r"^\[\d+B\](?: \[[^\]]*\])* (?P<edge>\S+) from (?P<src>\S+) to \S+$")
+_RECV_BAR = re.compile(r"^RecvTensor (?P<edge>\S+) from (?P<src>\S+)$")
+_EDGE = re.compile(r"^edge_\d+_(?P<node>.+)$")  # TF's rendezvous name of a graph edge
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +52,9 @@ class OpBar:
 
 @dataclasses.dataclass(frozen=True)
 class Transfer:
-    """A tensor sent between two devices: from its _Send's start to its _Recv's end."""
+    """A tensor sent between two devices: from its _Send's start to its _Recv's end
+    (on TF tasks: from its producer's end, or the RecvTensor's start, to the
+    RecvTensor's end)."""
 
     src_device: str
     dst_device: str
@@ -93,6 +106,10 @@ def from_run_metadata(run_metadata) -> StepTimeline:
     order = {device: i for i, device in enumerate(lanes)}
     ops.sort(key=lambda b: (order[b.device], b.start_us, b.end_us))
     transfers = pair_transfers(ops, run_metadata.partition_graphs)
+    markers, received = tensorflow_transfers(ops, run_metadata.partition_graphs, set(lanes))
+    ops.extend(markers)
+    ops.sort(key=lambda b: (order[b.device], b.start_us, b.end_us))
+    transfers = sorted(transfers + received, key=lambda t: (t.start_us, t.end_us, t.tensor))
     names: dict = {}
     for dev in dev_stats:
         names.setdefault(dev.device, {}).update(dict(dev.thread_names))
@@ -149,6 +166,54 @@ def pair_transfers(ops, partition_graphs=()) -> list:
     return transfers
 
 
+def tensorflow_transfers(ops, partition_graphs, lanes: set) -> tuple:
+    """(marker bars, transfers) for TF's "RecvTensor" bars among `ops`.
+
+    Args:
+      ops: OpBar values of the step (RecvTensor bars as `_bar` names them).
+      partition_graphs: the RunMetadata's GraphDefs, possibly empty.
+      lanes: the step's devices; a transfer from elsewhere is not drawn.
+
+    Returns:
+      (list of zero-length "_Send" OpBars to add, list of Transfer).
+    """
+    by_place = {(b.device, b.name): b for b in ops}
+    sends, nodes = {}, {}
+    for graph in partition_graphs or ():
+        for node in graph.node:
+            nodes[(node.device, node.name)] = node
+            if node.op == "_Send" and "tensor_name" in node.attr:
+                sends[(node.device, node.attr["tensor_name"].s.decode())] = node
+    markers, transfers = [], []
+    for recv in ops:
+        match = _RECV_BAR.match(recv.name) if recv.op == "RecvTensor" else None
+        if match is None or match["src"] not in lanes or match["src"] == recv.device:
+            continue
+        src, edge = match["src"], match["edge"]
+        send = sends.get((src, edge))
+        source = send.input[0] if send is not None and send.input else edge
+        edge_match = _EDGE.match(source)
+        producer, _, slot = (edge_match["node"] if edge_match else source).partition(":")
+        tensor = _fed_tensor(nodes.get((src, producer))) or f"{producer}:{slot or 0}"
+        sender = by_place.get((src, producer))
+        if sender is None:
+            sender = OpBar(device=src, name=send.name if send is not None else f"_Send {edge}",
+                           op="_Send", start_us=recv.start_us, end_us=recv.start_us,
+                           thread_id=0)
+            markers.append(sender)
+        nbytes = sum(o.bytes for o in recv.outputs[:1])
+        transfers.append(Transfer(src, recv.device, tensor, nbytes,
+                                  min(sender.end_us, recv.start_us), recv.end_us, sender, recv))
+    return markers, transfers
+
+
+def _fed_tensor(node) -> str:
+    """A feed's tensor name, where `node` is the client-terminated _Recv of one."""
+    if node is None or node.op != "_Recv" or not node.attr["client_terminated"].b:
+        return ""
+    return node.attr["tensor_name"].s.decode()
+
+
 def _pairs_by_attrs(graphs) -> list:
     ends: dict = {}
     for graph in graphs:
@@ -198,14 +263,17 @@ def _length_us(ns) -> float:
 
 
 def _bar(device: str, ns, origin: float, types: dict) -> OpBar:
-    op, inputs = "", ()
+    op, inputs, name = "", (), ns.node_name
     match = _LABEL.match(ns.timeline_label)
-    if match:
+    received = _RECV_TENSOR.match(ns.timeline_label) if name == "RecvTensor" else None
+    if received:  # TF's remote tensors: one stat each, all named RecvTensor
+        op, name = "RecvTensor", f"RecvTensor {received['edge']} from {received['src']}"
+    elif match:
         op = match["op"]
         inputs = tuple(i.strip() for i in match["inputs"].split(",") if i.strip())
     op = op or types.get((device, ns.node_name), "")
     start = round(_start_us(ns) - origin, 3)  # ns resolution; no float noise in traces
-    return OpBar(device=device, name=ns.node_name, op=op, start_us=start,
+    return OpBar(device=device, name=name, op=op, start_us=start,
                  end_us=round(start + _length_us(ns), 3), thread_id=int(ns.thread_id),
                  inputs=inputs, outputs=tuple(_output(o) for o in ns.output))
 

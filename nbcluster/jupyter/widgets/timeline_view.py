@@ -13,7 +13,7 @@ from nbcluster.jupyter.widgets.devices import color_of
 from nbcluster.jupyter.widgets.timeline_model import StepTimeline, lane_key
 from nbcluster.jupyter.widgets.units import format_bytes, format_us
 
-WAIT_OPS = ("_Recv", "_HostRecv")  # their time is spent waiting for a tensor to arrive
+WAIT_OPS = ("_Recv", "_HostRecv", "RecvTensor")  # time spent waiting for a tensor to arrive
 SEND_OPS = ("_Send", "_HostSend")
 GAP_FRACTION = 0.04                 # between two runs, of the runs' total time
 

@@ -175,3 +175,62 @@ def test_a_device_name_the_parser_refuses_gets_the_last_lane():
     meta = make_run_metadata({odd: [("a", "Const", 0, 1, (), [])],
                               W1: [("b", "Const", 0, 1, (), [])]})
     assert timeline_model.from_run_metadata(meta).lanes == (W1, odd)
+
+
+def tensorflow_step(graphs: bool):
+    """A step on TF tasks as TF reports it: no _Send/_Recv stats, one RecvTensor stat on
+    the receiver per remote tensor (x fed on the worker and sent to the ps; a from the
+    ps to the worker), its label naming the rendezvous edge and both devices."""
+    meta = make_run_metadata({W0: [("b", "MatMul", 400, 30, ("a_S3", "a_S3"), [((4, 4), 64)])],
+                              PS: [("a", "Mul", 200, 20, ("a/y", "_recv_x_0_S1"),
+                                    [((4, 4), 64)])]})
+    for device, start, dur, edge, src in [(PS, 100, 90, "edge_9__recv_x_0", W0),
+                                          (W0, 230, 160, "edge_4_a", PS)]:
+        dev = meta.step_stats.dev_stats.add(device=device)
+        ns = dev.node_stats.add(node_name="RecvTensor", all_start_micros=T0 + start,
+                                all_end_rel_micros=dur, thread_id=3,
+                                timeline_label=f"[64B] [3.2Mb/s] {edge} from {src} to {device}")
+        ns.output.add(slot=0).tensor_description.allocation_description.requested_bytes = 64
+    if graphs:  # TF's partition graphs: each _Send names its edge and reads the producer
+        for device, nodes in {W0: [("_recv_x_0", "_Recv", (), "x:0", W0),
+                                   ("_recv_x_0_S0", "_Send", ("_recv_x_0",),
+                                    "edge_9__recv_x_0", PS)],
+                              PS: [("a_S2", "_Send", ("a",), "edge_4_a", W0)]}.items():
+            graph = meta.partition_graphs.add()
+            for name, op, inputs, tensor, recv_device in nodes:
+                node = graph.node.add(name=name, op=op, device=device, input=inputs)
+                node.attr["tensor_name"].s = tensor.encode()
+                node.attr["send_device"].s = device.encode()
+                node.attr["recv_device"].s = recv_device.encode()
+                node.attr["client_terminated"].b = name == "_recv_x_0"
+    return meta
+
+
+def test_tensorflow_recv_tensor_stats_become_transfers_through_the_partition_graphs():
+    step = timeline_model.from_run_metadata(tensorflow_step(graphs=True))
+    got = [(t.src_device, t.dst_device, t.tensor, t.bytes, t.start_us, t.end_us, t.send.name,
+            t.recv.name) for t in step.transfers]
+    # times relative to the first start (the ps' RecvTensor at 100); a leaves its Mul at 120
+    assert got == [(W0, PS, "x:0", 64, 0, 90, "_recv_x_0_S0",
+                    f"RecvTensor edge_9__recv_x_0 from {W0}"),
+                   (PS, W0, "a:0", 64, 120, 290, "a", f"RecvTensor edge_4_a from {PS}")]
+    # the feed's send left no stat: a zero-length _Send marker on the worker stands for it
+    marker = next(b for b in step.ops if b.name == "_recv_x_0_S0")
+    assert (marker.device, marker.op, marker.start_us, marker.end_us) == (W0, "_Send", 0, 0)
+    assert {b.op for b in step.ops if b.name.startswith("RecvTensor")} == {"RecvTensor"}
+
+
+def test_tensorflow_recv_tensor_stats_pair_by_edge_name_without_graphs():
+    step = timeline_model.from_run_metadata(tensorflow_step(graphs=False))
+    got = [(t.src_device, t.dst_device, t.tensor, t.send.name) for t in step.transfers]
+    assert got == [(W0, PS, "_recv_x_0:0", "_Send edge_9__recv_x_0"), (PS, W0, "a:0", "a")]
+
+
+def test_a_recv_tensor_from_a_device_that_reported_nothing_draws_no_arrow():
+    meta = make_run_metadata({W0: [("b", "MatMul", 0, 5, (), [])]})
+    ns = meta.step_stats.dev_stats[0].node_stats.add(
+        node_name="RecvTensor", all_start_micros=T0, all_end_rel_micros=3,
+        timeline_label=f"[4B] [1.0Mb/s] edge_1_z from {W1} to {W0}")
+    ns.output.add(slot=0).tensor_description.allocation_description.requested_bytes = 4
+    step = timeline_model.from_run_metadata(meta)
+    assert step.transfers == () and step.lanes == (W0,)

@@ -29,6 +29,7 @@ def overlaps_in_a_row(data) -> list:
 def test_a_recv_is_a_wait_a_send_a_send_and_the_rest_compute():
     assert bar_kind("_Recv", "_recv_x_0") == "wait"
     assert bar_kind("_HostRecv", "r") == "wait"
+    assert bar_kind("RecvTensor", "RecvTensor edge_4_a from /job:ps") == "wait"  # TF tasks
     assert bar_kind("", "_recv_y_0_2") == "wait"  # no op type in the trace: by its name
     assert bar_kind("_Send", "s") == "send"
     assert bar_kind("MatMul", "_recv_looking_name") == "compute"
