@@ -19,8 +19,8 @@ from nbcluster.framework.scopes import (add_to_collection, colocate_with, contai
                                         control_dependencies, device, get_collection,
                                         name_scope)
 from nbcluster.ops.array import concat, identity, placeholder, placeholder_with_default, stack
-from nbcluster.ops.shapes import (expand_dims, rank, reshape, shape, shape_n, size, squeeze,
-                                  transpose)
+from nbcluster.ops.shapes import (expand_dims, rank, reshape, reverse, shape, shape_n, size,
+                                  squeeze, transpose)
 from nbcluster.ops.fill import fill, ones, ones_like, zeros, zeros_like
 from nbcluster.ops.control import group, no_op, stop_gradient, tuple  # noqa: A004
 from nbcluster.ops.math import div_no_nan, floordiv, floormod
@@ -28,8 +28,8 @@ from nbcluster.ops.math import div_no_nan as divide_no_nan
 from nbcluster.ops.math import floormod as mod
 from nbcluster.ops.math import (abs, add, add_n, cast, divide, equal, exp,  # noqa: A004
                                 greater, greater_equal, less, less_equal, log, log1p, maximum,
-                                minimum, multiply, negative, not_equal, pow, reciprocal, sign, sqrt,
-                                square, subtract, tanh, where_v2)
+                                minimum, multiply, negative, not_equal, pow, reciprocal, rsqrt, sign, sqrt,
+                                square, squared_difference, subtract, tanh, where_v2)
 from nbcluster.ops.linalg import matmul
 from nbcluster.ops.slicing import (broadcast_to, invert_permutation, pad,  # noqa: A004
                                    slice, strided_slice, unstack)

@@ -34,9 +34,11 @@ from nbcluster.ops.math import (  # noqa: A004
                                  not_equal,
                                  pow,
                                  reciprocal,
+                                 rsqrt,
                                  sign,
                                  sqrt,
                                  square,
+                                 squared_difference,
                                  subtract,
                                  tanh,
 )
@@ -62,5 +64,5 @@ __all__ = ["abs", "add", "add_n", "argmax", "argmin", "count_nonzero", "divide",
            "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor",
            "maximum", "minimum", "multiply", "negative", "not_equal", "pow", "reduce_all",
            "reduce_any", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "sign",
-           "reciprocal", "sqrt", "square", "subtract", "tanh", "unsorted_segment_sum", "reduce_prod",
+           "reciprocal", "rsqrt", "sqrt", "square", "squared_difference", "subtract", "tanh", "unsorted_segment_sum", "reduce_prod",
            "cumsum", "cumprod"]

@@ -99,6 +99,13 @@ def _mul_grad(op, grad):
     return _pair(op, m.multiply(grad, y), m.multiply(x, grad))
 
 
+@register_gradient("SquaredDifference")
+def _squared_difference_grad(op, grad):
+    x, y = op.inputs
+    twice = m.multiply(m.multiply(grad, 2.0), m.subtract(x, y))
+    return _pair(op, twice, m.negative(twice))
+
+
 @register_gradient("RealDiv")
 def _realdiv_grad(op, grad):
     x, y = op.inputs
@@ -211,6 +218,13 @@ def _reciprocal_grad(op, grad):
     y = op.outputs[0]
     return [op.graph.create_op("ReciprocalGrad", [y, grad], {"T": y.dtype},
                                name="ReciprocalGrad").outputs[0]]
+
+
+@register_gradient("Rsqrt")
+def _rsqrt_grad(op, grad):
+    y = op.outputs[0]
+    return [op.graph.create_op("RsqrtGrad", [y, grad], {"T": y.dtype},
+                               name="RsqrtGrad").outputs[0]]
 
 
 @register_gradient("Abs")

@@ -1,6 +1,6 @@
 """Gradient rules of the nn family: Relu, Sigmoid, Softmax, softmax cross-entropy
 (dense and sparse), L2Loss, BiasAdd, and the backward ops ReluGrad, SigmoidGrad,
-TanhGrad, ReciprocalGrad, SqrtGrad and BiasAddGrad themselves.
+TanhGrad, ReciprocalGrad, SqrtGrad, RsqrtGrad and BiasAddGrad themselves.
 
 Rule: where the forward op already computed what the gradient needs (the
 activation's output, the cross-entropy's backprop output), the rule uses it
@@ -69,6 +69,13 @@ def _sqrt_grad_grad(op, grad):
     y, dy = op.inputs  # out = dy / (2 y)
     per_y = m.realdiv(grad, y)
     return [m.negative(m.multiply(per_y, op.outputs[0])), m.multiply(per_y, 0.5)]
+
+
+@register_gradient("RsqrtGrad")
+def _rsqrt_grad_grad(op, grad):
+    y, dy = op.inputs  # out = -dy * y^3 / 2
+    gy = m.multiply(m.multiply(grad, dy), m.multiply(m.multiply(y, y), -1.5))
+    return [gy, _backward("RsqrtGrad", y, grad)]
 
 
 def _softmax_backward(softmax: Tensor, grad: Tensor) -> Tensor:

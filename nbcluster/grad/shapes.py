@@ -1,6 +1,6 @@
 """Gradient rules of the shape family: Shape, ShapeN, Size and Rank are NotDifferentiable;
-Reshape, ExpandDims, Squeeze and Transpose send the gradient back through the
-inverse rearrangement.
+Reshape, ExpandDims, Squeeze, Transpose and ReverseV2 send the gradient back
+through the inverse rearrangement.
 """
 from __future__ import annotations
 
@@ -43,3 +43,8 @@ def _transpose_grad(op, grad):
     else:
         inverse = slicing.invert_permutation(op.inputs[1])
     return [shapes.transpose(grad, inverse), None]
+
+
+@register_gradient("ReverseV2")
+def _reverse_grad(op, grad):
+    return [shapes.reverse(grad, op.inputs[1]), None]

@@ -82,6 +82,27 @@ _floor_kernel("FloorDiv", "floor_divide")
 _floor_kernel("FloorMod", "mod")  # numpy's mod takes the divisor's sign, as TF's FloorMod
 
 
+@register_kernel("Rsqrt", *DEVICES)
+def _rsqrt(node, device):
+    xp = device.xp
+
+    def compute(ctx, x):
+        return (xp.reciprocal(xp.sqrt(x)),)
+
+    return quiet(xp, compute)
+
+
+@register_kernel("SquaredDifference", *DEVICES)
+def _squared_difference(node, device):
+    xp = device.xp
+
+    def compute(ctx, x, y):
+        d = x - y
+        return (d * xp.conj(d) if d.dtype.kind == "c" else d * d,)
+
+    return quiet(xp, compute)
+
+
 @register_kernel("Pow", *DEVICES)
 def _pow(node, device):
     xp = device.xp

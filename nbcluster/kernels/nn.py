@@ -147,6 +147,16 @@ def _sqrt_grad(node, device):
     return quiet(xp, compute)
 
 
+@register_kernel("RsqrtGrad", *DEVICES)
+def _rsqrt_grad(node, device):
+    xp, dtype = device.xp, _dtype(node)
+
+    def compute(ctx, y, dy):  # d x^(-1/2) = -y^3 / 2
+        return (xp.asarray(dy * -0.5 * y * y * y, dtype=dtype),)
+
+    return quiet(xp, compute)
+
+
 @register_kernel("SparseSoftmaxCrossEntropyWithLogits", *DEVICES)
 def _sparse_softmax_xent(node, device):
     xp, dtype = device.xp, _dtype(node)

@@ -1,4 +1,4 @@
-"""Shape kernels: Reshape, Transpose, ExpandDims, Squeeze, and Shape, Size, Rank.
+"""Shape kernels: Reshape, Transpose, ExpandDims, Squeeze, ReverseV2, and Shape, Size, Rank.
 
 Rule: as in `kernels/array.py`, a kernel never writes to its inputs; shape-like
 inputs (shape, perm, dim) are read on the host.
@@ -59,6 +59,23 @@ def _transpose(node, device):
             raise invalid(f"perm {shape_str(perm)} is not a permutation of [0, {x.ndim})", node)
         xp = module_for(device, x)
         return (xp.ascontiguousarray(xp.transpose(x, perm)),)
+    return compute
+
+
+@register_kernel("ReverseV2", "CPU", "GPU")
+def _reverse(node, device):
+    def compute(ctx, x, axis):
+        axes = host_ints(device, axis, node, "axis")
+        seen = set()
+        for a in axes:
+            if not -x.ndim <= a < x.ndim:
+                raise invalid(f"'axis'[{len(seen)}] = {a} is out of valid range "
+                              f"[{-x.ndim}, {x.ndim - 1}]", node)
+            if a % x.ndim in seen:
+                raise invalid(f"axis {a} specified more than once", node)
+            seen.add(a % x.ndim)
+        xp = module_for(device, x)
+        return (xp.ascontiguousarray(xp.flip(x, tuple(seen))) if seen else x,)
     return compute
 
 

@@ -101,12 +101,13 @@ def _binary_shape(allowed: tuple, out_dtype: Optional[dtypes.DType] = None):
 
 _UNARY = {"Neg": NUMERIC, "Sign": NUMERIC, "Square": NUMERIC, "Sqrt": FLOAT_COMPLEX,
           "Exp": FLOAT_COMPLEX, "Log": FLOAT_COMPLEX, "Log1p": FLOAT_COMPLEX, "Tanh": FLOAT_COMPLEX, "Abs": REAL,
-          "Reciprocal": FLOAT_COMPLEX}
+          "Reciprocal": FLOAT_COMPLEX, "Rsqrt": FLOAT_COMPLEX}
 _BINARY = {"AddV2": (NUMERIC, None), "Sub": (NUMERIC, None), "Mul": (NUMERIC, None),
            "RealDiv": (FLOAT_COMPLEX, None), "DivNoNan": (FLOAT_COMPLEX, None),
            "Maximum": (REAL, None),
            "Minimum": (REAL, None), "Pow": (FLOAT_COMPLEX + (dtypes.int32, dtypes.int64), None),
            "FloorDiv": (REAL, None), "FloorMod": (REAL, None),
+           "SquaredDifference": (NUMERIC, None),
            "Equal": (ANY, dtypes.bool), "NotEqual": (ANY, dtypes.bool),
            "Less": (REAL, dtypes.bool), "LessEqual": (REAL, dtypes.bool),
            "Greater": (REAL, dtypes.bool), "GreaterEqual": (REAL, dtypes.bool)}
@@ -142,6 +143,12 @@ def add(x, y, name=None) -> Tensor:
 def subtract(x, y, name=None) -> Tensor:
     """x - y element-wise (op Sub); see `add`."""
     return _binary("Sub", x, y, name)
+
+
+def squared_difference(x, y, name=None) -> Tensor:
+    """(x - y) * (x - y) element-wise with broadcasting (op SquaredDifference; TF's
+    tf.nn.moments and mean_squared_error build it)."""
+    return _binary("SquaredDifference", x, y, name)
 
 
 def multiply(x, y, name=None) -> Tensor:
@@ -232,6 +239,11 @@ def log1p(x, name=None) -> Tensor:
 def reciprocal(x, name=None) -> Tensor:
     """1 / x element-wise (op Reciprocal; TF's gradients of divisions and means use it)."""
     return _unary("Reciprocal", x, name)
+
+
+def rsqrt(x, name=None) -> Tensor:
+    """1 / sqrt(x) element-wise (op Rsqrt; TF's l2_normalize and batch norms use it)."""
+    return _unary("Rsqrt", x, name)
 
 
 def tanh(x, name=None) -> Tensor:

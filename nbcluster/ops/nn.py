@@ -59,6 +59,7 @@ register_op("SigmoidGrad")(_grad_shape(("y", "dy"), FLOAT_COMPLEX))
 register_op("TanhGrad")(_grad_shape(("y", "dy"), FLOAT_COMPLEX))
 register_op("ReciprocalGrad")(_grad_shape(("y", "dy"), FLOAT_COMPLEX))
 register_op("SqrtGrad")(_grad_shape(("y", "dy"), FLOAT_COMPLEX))
+register_op("RsqrtGrad")(_grad_shape(("y", "dy"), FLOAT_COMPLEX))
 
 
 @register_op("Softmax")

@@ -1,5 +1,5 @@
 """Shape ops: reading a tensor's shape (Shape, Size, Rank) and rearranging it
-(Reshape, Transpose, ExpandDims, Squeeze).
+(Reshape, Transpose, ExpandDims, Squeeze, ReverseV2).
 
 Each op type's shape function sits beside its constructor. Shape-valued
 arguments become int32 Const inputs (`array.index_tensor`); an output shape is
@@ -144,6 +144,33 @@ def transpose(a, perm=None, name: str = "transpose", conjugate: bool = False) ->
         perm = index_tensor(perm, "perm", graph)
         attrs = {"T": x.dtype, "Tperm": perm.dtype}
         return graph.create_op("Transpose", [x, perm], attrs, name=scope).outputs[0]
+
+
+@register_op("ReverseV2")
+def _reverse_shape(op):
+    x, axis_t = op.inputs
+    axes = constant_value(axis_t)
+    rank = x.shape.rank
+    if axes is not None and rank is not None:
+        seen = set()
+        for a in np.asarray(axes).reshape(-1).tolist():
+            if not -rank <= a < rank:
+                raise shape_error(op, f"'axis'[{len(seen)}] = {a} is out of valid range "
+                                      f"[{-rank}, {rank - 1}]")
+            if a % rank in seen:
+                raise shape_error(op, f"axis {a} specified more than once")
+            seen.add(a % rank)
+    return [(x.dtype, x.shape)]
+
+
+def reverse(tensor, axis, name: Optional[str] = None) -> Tensor:
+    """`tensor` with the order of its entries along each of `axis` reversed (op ReverseV2)."""
+    graph = graph_of(tensor, axis)
+    with graph.name_scope(name or "ReverseV2") as scope:
+        x = convert_to_tensor(tensor, name="tensor", graph=graph)
+        axes = index_tensor(axis, "axis", graph)
+        return graph.create_op("ReverseV2", [x, axes], {"T": x.dtype, "Tidx": axes.dtype},
+                               name=scope).outputs[0]
 
 
 def _reversed_range(graph, x: Tensor) -> Tensor:

@@ -69,6 +69,8 @@ CASES = {
     "Tanh": (tf.tanh, [u(2, 3)]),
     "Abs": (tf.abs, [away_from_zero(2, 3)]),
     "Reciprocal": (tf.math.reciprocal, [away_from_zero(2, 3)]),
+    "SquaredDifference": (tf.squared_difference, [u(2, 3), u(3)]),
+    "Rsqrt": (tf.rsqrt, [pos(2, 3)]),
     "L2Loss": (tf.nn.l2_loss, [u(2, 3)]),
     "Cast": (lambda x: tf.cast(tf.cast(x, tf.float32), tf.float64), [u(2, 3)]),
     # matmul
@@ -136,10 +138,12 @@ CASES = {
     "SigmoidGrad": (second_order(tf.nn.sigmoid), [u(2, 3)]),
     "TanhGrad": (second_order(tf.tanh), [u(2, 3)]),
     "ReciprocalGrad": (second_order(tf.reciprocal), [away_from_zero(2, 3)]),
+    "RsqrtGrad": (second_order(tf.rsqrt), [pos(2, 3)]),
     "SqrtGrad": (lambda y, dy: tf.get_default_graph().create_op(
         "SqrtGrad", [y, dy], {"T": y.dtype}).outputs[0], [pos(2, 3), u(2, 3)]),
     "Cumsum": (lambda x: tf.cumsum(x, 1), [u(2, 3)]),
     "DynamicPartition": (lambda x: tf.dynamic_partition(x, [1, 0, 1], 2)[1], [u(3, 2)]),
+    "ReverseV2": (lambda x: tf.reverse(x, [1]), [u(2, 3)]),
     "DynamicStitch": (lambda x, y: tf.dynamic_stitch([[0, 2], [1]], [x, y]), [u(2, 3), u(1, 3)]),
     "Cumsum-exclusive-reverse": (lambda x: tf.cumsum(x, 0, exclusive=True, reverse=True),
                                  [u(3, 2)]),

@@ -55,7 +55,8 @@ def test_equal_on_bool_and_string():
 UNARY = [(m.negative, np.negative, -5), (m.square, np.square, -5), (m.sqrt, np.sqrt, 0),
          (m.exp, np.exp, -5), (m.log, np.log, 0.1), (m.log1p, np.log1p, -0.5),
          (m.tanh, np.tanh, -5),
-         (m.abs, np.abs, -5), (m.reciprocal, np.reciprocal, 0.1)]
+         (m.abs, np.abs, -5), (m.reciprocal, np.reciprocal, 0.1),
+         (m.rsqrt, lambda v: 1 / np.sqrt(v), 0.1)]
 
 
 @pytest.mark.parametrize("fn,ref,low", UNARY, ids=lambda f: getattr(f, "__name__", ""))
@@ -76,7 +77,8 @@ def test_unary_int_matches_numpy(fn, ref, dtype):
     check(run(fn(tf.constant(x))), ref(x), dtype)
 
 
-@pytest.mark.parametrize("fn", [m.sqrt, m.exp, m.log, m.log1p, m.tanh, m.reciprocal])
+@pytest.mark.parametrize("fn", [m.sqrt, m.exp, m.log, m.log1p, m.tanh, m.reciprocal,
+                                m.rsqrt])
 def test_float_only_unary_refuses_ints(fn):
     with pytest.raises(TypeError, match="int32 not in list of allowed values"):
         fn(tf.constant([1, 2]))
@@ -262,3 +264,12 @@ def test_integer_floordiv_by_zero_is_an_error_naming_it():
     with tf.Session() as sess:
         with pytest.raises(tf.errors.InvalidArgumentError, match="Integer division by zero"):
             sess.run(tf.floordiv(tf.constant([1, 2]), tf.constant([1, 0])))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_squared_difference_broadcasts_like_numpy(dtype):
+    # TF's tf.nn.moments builds SquaredDifference; TF-serialized GraphDefs carry it
+    x, y = sample((3, 4), dtype, -5, 5), sample((4,), dtype, -5, 5)
+    t = m.squared_difference(tf.constant(x), tf.constant(y))
+    assert t.op.type == "SquaredDifference" and t.shape.as_list() == [3, 4]
+    check(run(t), (x - y) * (x - y), dtype)

@@ -206,3 +206,23 @@ def test_shape_n_gives_every_input_its_shape():
     np.testing.assert_array_equal(got[1], [2, 5, 1])
     assert got[0].dtype == np.int64
     assert tf.gradients(tf.reduce_sum(tf.cast(sx, tf.float32)), [x]) == [None]
+
+
+@pytest.mark.parametrize("axis", [[0], [1, 2], [-1], [], [2, 0, 1]])
+def test_reverse_matches_numpy_flip(axis):
+    # tf.reverse is TF's ReverseV2; TF-serialized GraphDefs carry it
+    x = np.arange(24).reshape(2, 3, 4).astype(np.float32)
+    t = tf.reverse(tf.constant(x), axis)
+    assert t.op.type == "ReverseV2" and t.shape.as_list() == [2, 3, 4]
+    np.testing.assert_array_equal(run(t), np.flip(x, tuple(axis)) if axis else x)
+
+
+def test_reverse_refuses_a_repeated_or_out_of_range_axis():
+    with pytest.raises(ValueError, match="axis -3 specified more than once"):
+        tf.reverse(tf.ones([2, 3, 4]), [0, -3])
+    with pytest.raises(ValueError, match=r"'axis'\[0\] = 3 is out of valid range \[-2, 1\]"):
+        tf.reverse(tf.ones([2, 3]), [3])
+    x, axis = tf.placeholder(tf.float32), tf.placeholder(tf.int32, [None])
+    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError,
+                                             match="axis 1 specified more than once"):
+        sess.run(tf.reverse(x, axis), {x: np.ones((2, 2)), axis: [1, 1]})

@@ -15,6 +15,7 @@ import tensorflow as tf
 tf1 = tf.compat.v1
 tf1.disable_v2_behavior()  # graph mode, v1 control flow, ref variables
 CASES: dict = {}
+OUT = Path(".")  # main() sets it: where checkpoints of the io case go
 rng = np.random.default_rng(11)
 A = rng.standard_normal((3, 4)).astype(np.float32)
 B = rng.standard_normal((4, 5)).astype(np.float32)
@@ -625,11 +626,115 @@ def variable_shapes_and_assign_without_validation():
             [tf1.assign(w, w * 2)], [tf1.assign_add(w, tf.ones_like(w))], [w.value()]]
 
 
+@case("array")
+def negative_axes_and_attr_variants():
+    x = tf1.placeholder(tf.float32, [2, 3, 4], name="x")
+    out = [tf.concat([x, x], -1), tf.stack([x, x], -2), tf.unstack(x, axis=-1)[3],
+           tf.squeeze(tf.expand_dims(x, -2), [-2]), tf.one_hot([1, 0], 3, axis=0),
+           tf.cast(x * 3.7, tf.int64), tf.argmax(x, -1, output_type=tf.int64),
+           tf.gather(x, [[1, 0]], axis=-1, batch_dims=0), tf.reverse(x, [1])]
+    loss = tf.reduce_sum(out[0] * out[1][:, :, 0, :1]) + tf.reduce_sum(out[2]) \
+        + tf.reduce_sum(out[3] * out[3]) + tf.reduce_sum(out[7])
+    return [(out + grads(loss, [x]), {x: V})]
+
+
+@case("indexing")
+def sparse_gradients_aggregated():
+    emb = tf1.placeholder(tf.float32, [4, 5], name="emb")
+    a = tf.gather(emb, [0, 2, 2])
+    b = tf.gather(emb, [3, 0])
+    loss = tf.reduce_sum(a * a) + tf.reduce_sum(b * 2.0) + tf.reduce_sum(emb * 0.5)
+    (g,) = tf.gradients(loss, [emb])
+    return [([tf.convert_to_tensor(g)], {emb: B})]
+
+
+@case("nn")
+def moments_and_normalization():
+    x = tf1.placeholder(tf.float32, [3, 4], name="x")
+    mean, var = tf.nn.moments(x, [0])
+    l2 = tf.math.l2_normalize(x, 1)
+    loss = tf.reduce_sum(mean * var) + tf.reduce_sum(l2 * tf.constant(A))
+    return [([mean, var, l2, tf.nn.l2_loss(x)] + grads(loss, [x]), {x: A})]
+
+
+@case("training")
+def moving_average_and_global_step():
+    v = tf1.Variable(A, name="v")
+    step = tf1.train.get_or_create_global_step()
+    ema = tf1.train.ExponentialMovingAverage(0.9, num_updates=step)
+    update = ema.apply([v])
+    inc = tf1.assign_add(step, 1)
+    with tf.control_dependencies([update]):
+        bump = tf1.assign(v, v * 2.0)
+    return [[tf1.global_variables_initializer()], [update], [bump, inc], [update],
+            [ema.average(v).value(), v.value(), step.value()]]
+
+
+@case("state")
+def partitioned_variable():
+    v = tf1.get_variable("pv", initializer=tf.constant(B), partitioner=tf1.fixed_size_partitioner(2))
+    x = tf1.placeholder(tf.float32, [3, 4], name="x")
+    loss = tf.reduce_sum(tf.matmul(x, v.as_tensor()))
+    step = tf1.train.GradientDescentOptimizer(0.5).minimize(loss)
+    return [[tf1.global_variables_initializer()], ([step], {x: A}), [v.as_tensor()]]
+
+
+@case("control")
+def while_loop_with_tensor_array_gather_and_scatter():
+    x = tf1.placeholder(tf.float32, [4, 3], name="x")
+    ta = tf.TensorArray(tf.float32, size=4, clear_after_read=False).scatter([3, 2, 1, 0], x)
+    out = tf.TensorArray(tf.float32, size=4, clear_after_read=False)
+
+    def body(i, out):
+        return i + 1, out.write(i, ta.read(i) * tf.cast(i + 1, tf.float32))
+
+    _, out = tf1.while_loop(lambda i, _: i < 4, body, [0, out])
+    gathered = out.gather([0, 3])
+    concat = out.concat()
+    (g,) = tf.gradients(tf.reduce_sum(gathered * gathered) + tf.reduce_sum(concat), [x])
+    return [([gathered, concat, out.size(), g], {x: A.T.copy()})]
+
+
+@case("queue")
+def random_shuffle_queue_sizes():
+    q = tf1.RandomShuffleQueue(10, 0, [tf.int32], shapes=[[]], seed=4)
+    enq = q.enqueue_many([tf.range(6)])
+    many = q.dequeue_many(6)
+    return [[enq], [q.size()], [tf.reduce_sum(many)], [q.size()], [q.close()]]
+
+
+@case("summary", compare="shape")
+def histogram_and_image_summaries():
+    # the Summary protos' bytes are TF's encoding and bucketing: their sizes differ
+    h = tf1.summary.histogram("h", tf.constant(A))
+    return [[h]]
+
+
+@case("io")
+def saver_save_and_restore():
+    w = tf1.Variable(A, name="w")
+    b = tf1.Variable(np.arange(3, dtype=np.int64), name="b")
+    saver = tf1.train.Saver([w, b])
+    save = saver.saver_def.save_tensor_name
+    restore = saver.saver_def.restore_op_name
+    feed_name = saver.saver_def.filename_tensor_name
+    graph = tf1.get_default_graph()
+    filename = graph.get_tensor_by_name(feed_name)
+    path = np.array(str(OUT / "io_ckpt" / "model").encode())
+    return [[tf1.global_variables_initializer()], ([graph.get_tensor_by_name(save)],
+                                                   {filename: path}),
+            [tf1.assign(w, tf.zeros_like(w)), tf1.assign(b, b * 0)],
+            ([graph.get_operation_by_name(restore)], {filename: path}),
+            [w.value(), b.value()]]
+
+
 def tensor_names(fetches) -> list:
     return [f.name for f in fetches]
 
 
 def main(out_dir: Path) -> None:
+    global OUT
+    OUT = out_dir
     manifest = {}
     for name, spec in CASES.items():
         with tf.Graph().as_default() as graph:
