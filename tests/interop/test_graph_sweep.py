@@ -6,7 +6,7 @@ writes the GraphDef and the values TF fetched; one TF process serves the whole
 test session. Each test imports a family's GraphDefs with
 `nbcluster.import_graph_def`, runs the same runs in an nbcluster Session and
 compares dtype, shape and values (random ops: dtype and shape only, TF's
-Philox streams not being ours).
+Philox streams not being ours), and where TF's run failed, the error class.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ pytestmark = requires_tensorflow
 FAMILIES = ["array", "shapes", "fill", "slicing", "indexing", "logic", "math", "linalg",
             "reduction", "nn", "clipping", "embedding", "init_ops", "random", "state",
             "resource_variables", "training", "queue", "accumulator", "control",
-            "tensor_array", "summary", "io", "data"]
+            "tensor_array", "summary", "io", "data", "errors"]
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,14 @@ def run_case(graph_def_bytes: bytes, entry: dict, arrays: dict, target: str = ""
         with tf.Session(target, graph=graph) as sess:
             for r, run in enumerate(entry["runs"]):
                 feeds = {name: arrays[f"run{r}_feed{f}"] for f, name in enumerate(run["feeds"])}
+                if run["error"]:  # TF's run failed: ours must fail with TF's error class
+                    try:
+                        sess.run(run["fetches"], feeds)
+                        raised = None
+                    except tf.errors.OpError as e:
+                        raised = type(e).__name__
+                    pairs.append((f"run{r} error", raised, run["error"]))
+                    continue
                 meta = tf.RunMetadata()
                 options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE) \
                     if devices is not None else None
@@ -68,6 +76,10 @@ def run_case(graph_def_bytes: bytes, entry: dict, arrays: dict, target: str = ""
 def mismatches(pairs: list, entry: dict) -> list:
     wrong = []
     for key, ours, theirs in pairs:
+        if key.endswith(" error"):
+            if ours != theirs:
+                wrong.append(f"{key}: ours {ours}, TF's {theirs}")
+            continue
         ours = np.asarray(ours)
         if ours.dtype != theirs.dtype or ours.shape != theirs.shape:
             wrong.append(f"{key}: ours {ours.dtype}{list(ours.shape)}, "

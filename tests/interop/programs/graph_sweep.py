@@ -3,7 +3,8 @@
 one graph, gradients (tf.gradients) included; for every case it writes
 OUT_DIR/<case>.pb (the GraphDef TF serialized) and OUT_DIR/<case>.npz (the
 feeds and the values TF fetched), and prints one JSON manifest:
-{case: {"family", "runs": [{"fetches", "feeds"}], "compare", "rtol", "atol"}}.
+{case: {"family", "runs": [{"fetches", "feeds", "error"}], "compare", "rtol", "atol"}},
+"error" naming the class of TF's OpError where the run failed (else null).
 """
 import json
 import sys
@@ -728,6 +729,26 @@ def saver_save_and_restore():
             [w.value(), b.value()]]
 
 
+@case("errors")
+def run_time_errors():
+    x = tf1.placeholder(tf.float32, [None], name="x")
+    i = tf1.placeholder(tf.int32, [None], name="i")
+    m = tf1.placeholder(tf.float32, None, name="m")
+    v = tf1.Variable([1.0, 2.0], name="v")
+    q = tf1.FIFOQueue(2, [tf.float32], shapes=[[]])
+    check = tf1.Assert(tf.reduce_all(x > 0.0), [x])
+    with tf.control_dependencies([check]):
+        checked = tf.identity(x)
+    return [([checked], {x: np.float32([1.0, -1.0])}),
+            ([tf.gather(x, i)], {x: np.float32([1.0, 2.0]), i: np.int32([0, 5])}),
+            ([tf.reshape(x, [3])], {x: np.float32([1.0, 2.0])}),
+            ([tf.math.floordiv(i, i * 0)], {i: np.int32([3])}),
+            [v.value()],
+            [q.close()], [q.dequeue()],
+            ([tf.concat([x, m], 0)], {x: np.float32([1.0]), m: np.ones((1, 1), np.float32)}),
+            ([checked], {x: np.float32([2.0])})]
+
+
 def tensor_names(fetches) -> list:
     return [f.name for f in fetches]
 
@@ -742,7 +763,10 @@ def main(out_dir: Path) -> None:
             arrays, described = {}, []
             with tf1.Session() as sess:
                 for r, (fetches, feeds) in enumerate(runs):
-                    values = sess.run(fetches, feeds)
+                    try:
+                        values, error = sess.run(fetches, feeds), None
+                    except tf.errors.OpError as e:  # the run's error class is what counts
+                        values, error = [], type(e).__name__
                     for f, value in enumerate(values):
                         if value is not None:
                             arrays[f"run{r}_fetch{f}"] = np.asarray(value)
@@ -750,7 +774,8 @@ def main(out_dir: Path) -> None:
                     for f, (key, value) in enumerate(feeds.items()):
                         arrays[f"run{r}_feed{f}"] = np.asarray(value)
                         feed_names.append(key.name)
-                    described.append({"fetches": tensor_names(fetches), "feeds": feed_names})
+                    described.append({"fetches": tensor_names(fetches), "feeds": feed_names,
+                                      "error": error})
             (out_dir / f"{name}.pb").write_bytes(graph.as_graph_def().SerializeToString())
         np.savez(out_dir / f"{name}.npz", **arrays)
         manifest[name] = {"family": spec["family"], "runs": described,
