@@ -24,7 +24,7 @@ pytestmark = requires_tensorflow
 FAMILIES = ["array", "shapes", "fill", "slicing", "indexing", "logic", "math", "linalg",
             "reduction", "nn", "clipping", "embedding", "init_ops", "random", "state",
             "resource_variables", "training", "queue", "accumulator", "control",
-            "tensor_array", "summary", "io", "data", "errors"]
+            "tensor_array", "functional", "summary", "io", "data", "errors"]
 
 
 @pytest.fixture(scope="module")

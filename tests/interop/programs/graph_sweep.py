@@ -343,8 +343,6 @@ def no_op_stop_gradient_assert():
 def dataset_pipeline():
     ds = tf1.data.Dataset.from_tensor_slices(np.arange(10, dtype=np.int64))
     ds = ds.skip(1).take(8).repeat(2).batch(3).prefetch(1)
-    # not make_one_shot_iterator: its dataset_factory is a function of the GraphDef's
-    # library, which nbcluster does not import (docs/interop.md)
     it = tf1.data.make_initializable_iterator(ds)
     nxt = it.get_next()
     return [[it.initializer], [nxt], [nxt], [nxt]]
@@ -603,7 +601,6 @@ def cond_on_ref_variable():
 
 @case("data")
 def dataset_shard_repeat_batch_drop_remainder():
-    # not unbatch(): TF builds it with a map function of the GraphDef's library
     ds = tf1.data.Dataset.range(9).shard(2, 1).repeat(2).take(7).batch(3, drop_remainder=True)
     it = tf1.data.make_initializable_iterator(ds)
     nxt = it.get_next()
@@ -747,6 +744,46 @@ def run_time_errors():
             [q.close()], [q.dequeue()],
             ([tf.concat([x, m], 0)], {x: np.float32([1.0]), m: np.ones((1, 1), np.float32)}),
             ([checked], {x: np.float32([2.0])})]
+
+
+@case("data")
+def dataset_functions_from_the_library():
+    # map's function, unbatch's and the one-shot iterator's factory live in the library
+    ds = tf1.data.Dataset.range(6).map(lambda v: v * 3 + 1).batch(4).unbatch().batch(2)
+    nxt = tf1.data.make_one_shot_iterator(ds).get_next()
+    return [[nxt], [nxt], [nxt]]
+
+
+def control_flow_v2(build):
+    """Builds with TF2's functional control flow (If, While and their library functions)."""
+    def wrapped():
+        tf1.enable_control_flow_v2()
+        try:
+            return build()
+        finally:
+            tf1.disable_control_flow_v2()
+    wrapped.__name__ = build.__name__
+    return wrapped
+
+
+@case("functional")
+@control_flow_v2
+def cond_v2_and_gradient():
+    x = tf1.placeholder(tf.float32, [3, 4], name="x")
+    p = tf1.placeholder(tf.bool, [], name="p")
+    y = tf.cond(p, lambda: tf.reduce_sum(tf.square(x)), lambda: tf.reduce_sum(x * 3.0))
+    (g,) = tf.gradients(y, [x])
+    return [([y, g], {x: A, p: True}), ([y, g], {x: A, p: False})]
+
+
+@case("functional")
+@control_flow_v2
+def while_v2_and_gradient():
+    x = tf1.placeholder(tf.float32, [4], name="x")
+    _, y = tf1.while_loop(lambda i, acc: i < 3, lambda i, acc: (i + 1, acc * x + 1.0),
+                          [tf.constant(0), tf.ones_like(x)])
+    (g,) = tf.gradients(tf.reduce_sum(y), [x])
+    return [([y, g], {x: A[0]})]
 
 
 def tensor_names(fetches) -> list:
