@@ -15,7 +15,7 @@ from nbcluster.grad.registry import (
 FAMILIES = ("math", "linalg", "array", "shapes", "fill", "nn", "reduction", "control",
             "slicing", "state", "io", "indexing", "logic", "accumulator", "summary", "data",
             "control_flow", "control_flow_tensor_array", "control_flow_while",
-            "resource_variables", "dynamic_partition")
+            "resource_variables", "dynamic_partition", "functional")
 
 for _family in FAMILIES:
     importlib.import_module(f"{__name__}.{_family}")

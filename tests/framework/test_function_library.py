@@ -193,3 +193,10 @@ def test_a_graph_nbcluster_writes_carries_bodies_in_attrs_not_a_library():
         written = g.as_graph_def()
     assert not written.library.function
     np.testing.assert_allclose(_run(written, "call:0", 4.0), 9.0)
+
+
+def test_gradients_over_an_imported_call_say_nbcluster_has_none():
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(_graph(_twice_plus_one, _call()), name="")
+        with pytest.raises(errors.UnimplementedError, match="no gradient for PartitionedCall"):
+            tf.gradients(g.get_tensor_by_name("call:0"), [g.get_tensor_by_name("x:0")])
