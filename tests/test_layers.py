@@ -53,7 +53,6 @@ NOT_CIRCLES = {
 KNOWN_CIRCLES = [
     ["nbcluster.data.dataset", "nbcluster.data.functions", "nbcluster.data.iterators",
      "nbcluster.data.padding", "nbcluster.data.sources"],
-    ["nbcluster.grad.control_flow_while", "nbcluster.grad.gradients"],
     ["nbcluster.kernels.data", "nbcluster.kernels.data_iterator", "nbcluster.kernels.data_records",
      "nbcluster.kernels.data_transforms"],
     ["nbcluster.ops.resource_variable", "nbcluster.ops.state"],

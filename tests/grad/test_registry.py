@@ -67,3 +67,13 @@ def test_register_and_use_a_new_rule(monkeypatch):
     assert registry.get_gradient_rule("FakeOpForTest") is rule
     assert registry.is_declared("FakeOpForTest")
     assert not registry.is_declared("AnotherFakeOp")
+
+
+def test_a_unit_rule_is_found_by_its_unit_type_and_duplicates_are_refused(monkeypatch):
+    from nbcluster.grad import control_flow_while
+    assert registry.get_unit_gradient_rule("WhileContext") is control_flow_while.while_gradient
+    with pytest.raises(KeyError, match="unit type 'WhileContext' is already registered"):
+        registry.register_unit_gradient("WhileContext")(lambda ctx, *grads: [])
+    with pytest.raises(LookupError, match="No gradient defined for unit type: NoSuchUnit"):
+        registry.get_unit_gradient_rule("NoSuchUnit")
+    assert "WhileContext" not in registry.registered_gradients()  # not an op type
