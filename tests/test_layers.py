@@ -55,7 +55,6 @@ KNOWN_CIRCLES = [
      "nbcluster.data.padding", "nbcluster.data.sources"],
     ["nbcluster.kernels.data", "nbcluster.kernels.data_iterator", "nbcluster.kernels.data_records",
      "nbcluster.kernels.data_transforms"],
-    ["nbcluster.ops.resource_variable", "nbcluster.ops.state"],
 ]
 KNOWN_PACKAGE_CIRCLES: list = []
 
