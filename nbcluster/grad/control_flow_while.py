@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.constant import constant
+from nbcluster.grad.gradient_table import register_unit_gradient
 from nbcluster.grad.gradients import gradients
-from nbcluster.grad.registry import register_unit_gradient
 from nbcluster.grad.resource_variables import zeros_like_value
 from nbcluster.ops.array import identity
 from nbcluster.ops.control_flow import (

@@ -17,7 +17,7 @@ from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import graph_of
 from nbcluster.framework.indexed_slices import IndexedSlices
 from nbcluster.framework.operation import Operation, Tensor, as_tensor_or_op
-from nbcluster.grad.registry import get_gradient_rule, get_unit_gradient_rule
+from nbcluster.grad.gradient_table import get_gradient_rule, get_unit_gradient_rule
 from nbcluster.ops.array import concat
 from nbcluster.ops.control import tuple as gate_tuple
 from nbcluster.ops.control_flow_while import loop_unit

@@ -17,7 +17,7 @@ from nbcluster.framework import dtypes as dtypes_lib
 from nbcluster.framework.tensor_shape import TensorShape
 from nbcluster.kernels.data_functions import FunctionRunner, PipelineEnv
 from nbcluster.kernels.dataset_recipe import Dataset
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 
 class IteratorResource:

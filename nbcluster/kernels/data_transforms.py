@@ -18,7 +18,7 @@ import numpy as np
 from nbcluster import errors
 from nbcluster.kernels.data_functions import FunctionRunner
 from nbcluster.kernels.dataset_recipe import Dataset, dataset_kernel, scalar_int, signature
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 from nbcluster.runtime.thread_pool import DaemonPool
 
 _POOL = DaemonPool(max_workers=32, thread_name_prefix="nbcluster-data-map")

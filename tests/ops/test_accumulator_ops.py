@@ -6,7 +6,7 @@ import pytest
 from op_checks import in_thread
 
 import nbcluster as tf
-from nbcluster.grad import registry
+from nbcluster.grad import gradient_table
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -42,7 +42,7 @@ def test_no_gradient_flows_through_accumulator_ops():
     for op_type in ("ConditionalAccumulator", "AccumulatorApplyGradient",
                     "AccumulatorTakeGradient", "AccumulatorNumAccumulated",
                     "AccumulatorSetGlobalStep"):
-        assert registry.is_declared(op_type) and registry.get_gradient_rule(op_type) is None
+        assert gradient_table.is_declared(op_type) and gradient_table.get_gradient_rule(op_type) is None
 
 
 def test_build_time_shape_and_dtype_errors_name_the_values():
