@@ -34,7 +34,7 @@ RAW_ECHO_SCRIPT = (
     "import nbcluster.rpc\n"  # sets GRPC_EXPERIMENTS before grpc loads
     "from concurrent.futures import ThreadPoolExecutor\n"
     "import grpc\n"
-    "from nbcluster.rpc.channels import SERVER_OPTIONS\n"
+    "from nbcluster.rpc.grpc_transport.channels import SERVER_OPTIONS\n"
     "h = grpc.method_handlers_generic_handler('bench.Echo', {'Echo': "
     "grpc.unary_unary_rpc_method_handler(lambda req, ctx: req)})\n"
     "s = grpc.server(ThreadPoolExecutor(max_workers=8), handlers=[h], options=SERVER_OPTIONS)\n"

@@ -90,9 +90,10 @@ from nbcluster.ops.random import random_shuffle
 from nbcluster.ops.queue import RandomShuffleQueue
 from nbcluster.ops.state import count_up_to
 from nbcluster.ops.variable_creators import variable_creator_scope
-from nbcluster.ops.resource_variable import (disable_resource_variables,
-                                             enable_resource_variables,
-                                             resource_variables_enabled)
+import nbcluster.ops.resource_variable  # noqa: F401 - registers the resource kind of Variable
+from nbcluster.ops.variable_kinds import (disable_resource_variables,
+                                         enable_resource_variables,
+                                         resource_variables_enabled)
 from nbcluster import initializers, random
 # tf.data in graph mode and the TFRecord files it reads (issue 16)
 from nbcluster import data, io

@@ -33,7 +33,6 @@ from nbcluster.server import Server
 from nbcluster.summary.reader import summary_iterator
 from nbcluster.training.adagrad import AdagradOptimizer
 from nbcluster.training.adam import AdamOptimizer
-from nbcluster.training.coordinator import Coordinator
 from nbcluster.training.device_setter import (
                                  GreedyLoadBalancingStrategy,
                                  byte_size_load_fn,
@@ -63,6 +62,7 @@ from nbcluster.training.saver import (
                                  update_checkpoint_state,
 )
 from nbcluster.training.sync_replicas_optimizer import SyncReplicasOptimizer
+from nbcluster.training.thread_coordinator import Coordinator
 from nbcluster.training.training_util import (
                                  create_global_step,
                                  get_global_step,

@@ -47,20 +47,6 @@ NOT_CIRCLES = {
 }
 
 
-# Circles that came in with work merged beside this test's (tf.data, control flow,
-# resource variables), for their owners to break. Any other circle fails, and so does
-# an entry here once its circle is gone, so the list only shrinks.
-KNOWN_CIRCLES = [
-    ["nbcluster.data.dataset", "nbcluster.data.functions", "nbcluster.data.iterators",
-     "nbcluster.data.padding", "nbcluster.data.sources"],
-    ["nbcluster.grad.control_flow_while", "nbcluster.grad.gradients"],
-    ["nbcluster.kernels.data", "nbcluster.kernels.data_iterator", "nbcluster.kernels.data_records",
-     "nbcluster.kernels.data_transforms"],
-    ["nbcluster.ops.resource_variable", "nbcluster.ops.state"],
-]
-KNOWN_PACKAGE_CIRCLES: list = []
-
-
 def layer_of(module: str, layers: Optional[dict] = None) -> int:
     """The layer of `module`: its own entry, else its nearest listed package's. The root
     package's entry covers the root `__init__` only, so a new module or package fails."""
@@ -232,17 +218,9 @@ def test_imports_point_down_only():
     assert not upward, "\n".join(upward)
 
 
-def _within(circle: list, known: list) -> bool:
-    """Whether `circle` is one of `known`, or what is left of one (a circle may shrink)."""
-    return any(set(circle) <= set(k) for k in known)
-
-
 def test_no_module_imports_itself_around_a_circle():
     found = circles(_graph(ROOT), NOT_CIRCLES)
-    new = [c for c in found if not _within(c, KNOWN_CIRCLES)]
-    assert not new, "import circles:\n" + "\n".join(" -> ".join(c) for c in new)
-    gone = [k for k in KNOWN_CIRCLES if not any(_within(c, [k]) for c in found)]
-    assert not gone, f"no longer circles: drop them from KNOWN_CIRCLES: {gone}"
+    assert not found, "import circles:\n" + "\n".join(" -> ".join(c) for c in found)
 
 
 def unit_of(module: str, layers: Optional[dict] = None) -> str:
@@ -272,10 +250,7 @@ def unit_graph(graph: dict, layers: Optional[dict] = None, allowed=()) -> dict:
 def test_no_package_imports_itself_around_a_circle():
     """Between packages too: `kernels` may use `runtime`, or the reverse, not both."""
     found = circles(unit_graph(_graph(ROOT), allowed=NOT_CIRCLES))
-    new = [c for c in found if not _within(c, KNOWN_PACKAGE_CIRCLES)]
-    assert not new, "package circles:\n" + "\n".join(" -> ".join(c) for c in new)
-    gone = [k for k in KNOWN_PACKAGE_CIRCLES if not any(_within(c, [k]) for c in found)]
-    assert not gone, f"no longer circles: drop them from KNOWN_PACKAGE_CIRCLES: {gone}"
+    assert not found, "package circles:\n" + "\n".join(" -> ".join(c) for c in found)
 
 
 def _package(tmp_path, files: dict) -> pathlib.Path:

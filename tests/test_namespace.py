@@ -68,7 +68,7 @@ def test_import_stays_lean():
 
     from nbcluster.launch import child_env
     heavy = ["grpc", "IPython", "ipywidgets", "nbcluster.launch.cluster",
-             "nbcluster.distribute.coordinator", "absl", "tensorboard"]
+             "nbcluster.distribute.cluster_coordinator", "absl", "tensorboard"]
     code = ("import sys, nbcluster as tf; tf.Session; tf.train.Saver; "
             f"print([m for m in {heavy!r} if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True,

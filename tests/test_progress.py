@@ -223,7 +223,7 @@ def test_a_quick_cluster_wait_shows_nothing(monkeypatch, cluster_factory):
 
 def test_coordinator_join_shows_functions_done(monkeypatch, cluster_factory):
     import nbcluster as tf
-    from nbcluster.distribute import coordinator as coordinator_module
+    from nbcluster.distribute import cluster_coordinator as coordinator_module
     from nbcluster.distribute.cluster_resolver import SimpleClusterResolver
     from nbcluster.distribute.experimental.coordinator import ClusterCoordinator
     cluster = cluster_factory({"ps": 1, "worker": 1})

@@ -93,14 +93,14 @@ class Session:
 
     def _sync_graph(self) -> str:
         with self._lock:
-            ops = self._graph._ops
+            ops = self._graph.operations_since(0 if self._handle is None else self._sent)
             if self._handle is None:
                 nodes = [op.to_node() for op in ops]
                 self._handle, self._version = self._master.create_session(
                     nodes, self._config, self._target or None)
                 self._sent = len(nodes)
-            elif len(ops) > self._sent:
-                nodes = [op.to_node() for op in ops[self._sent:]]
+            elif ops:
+                nodes = [op.to_node() for op in ops]
                 self._version = self._master.extend_session(self._handle, nodes, self._version)
                 self._sent += len(nodes)
             return self._handle

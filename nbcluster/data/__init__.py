@@ -13,7 +13,8 @@ Example:
   >>> # with tf.Session() as s: s.run(x) -> 10, 20, 30, then OutOfRangeError
 """
 from nbcluster.data import experimental
-from nbcluster.data.dataset import AUTOTUNE, Dataset, DatasetV1, DatasetV2
+from nbcluster.data.dataset import Dataset, DatasetV1, DatasetV2
+from nbcluster.data.dataset_value import AUTOTUNE
 from nbcluster.data.iterators import Iterator, make_initializable_iterator, make_one_shot_iterator
 from nbcluster.data.readers import TextLineDataset, TFRecordDataset
 from nbcluster.data.structure import TensorSpec

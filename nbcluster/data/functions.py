@@ -13,6 +13,7 @@ import itertools
 from typing import Callable, Optional
 
 from nbcluster.data import structure
+from nbcluster.data.dataset_value import DatasetValue
 from nbcluster.framework import dtypes
 from nbcluster.framework.func_attr import FuncAttr
 from nbcluster.framework.graph import Graph, get_default_graph
@@ -97,8 +98,6 @@ def trace(fn: Callable, element_spec, what: str, returns: str = "tensors") -> Tr
         filter) something other than a scalar bool tensor; ValueError for an
         interleave function returning no dataset.
     """
-    from nbcluster.data.dataset import Dataset
-
     outer = get_default_graph()
     name = f"{what}_{next(_NAMES)}"
     graph = FuncGraph(name, outer)
@@ -111,7 +110,7 @@ def trace(fn: Callable, element_spec, what: str, returns: str = "tensors") -> Tr
         else:
             result = fn(element)
         if returns == "dataset":
-            if not isinstance(result, Dataset):
+            if not isinstance(result, DatasetValue):
                 raise TypeError(f"`{what}` must return a `tf.data.Dataset` object, got "
                                 f"{type(result).__name__}: {result!r}")
             outputs, spec = [result._variant], result.element_spec

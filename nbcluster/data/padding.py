@@ -1,4 +1,5 @@
-"""Dataset.padded_batch: batches of elements padded to a common shape (PaddedBatchDatasetV2)."""
+"""Dataset.padded_batch: batches of elements padded to a common shape (PaddedBatchDatasetV2),
+as the (variant, element_spec) pair of its op."""
 from __future__ import annotations
 
 from typing import Optional
@@ -6,7 +7,7 @@ from typing import Optional
 import numpy as np
 
 from nbcluster.data import structure
-from nbcluster.data.dataset import _batched, _int64, _static_rows, make_dataset
+from nbcluster.data.dataset_value import add_dataset_op, batched, int64_input, static_rows
 from nbcluster.framework import dtypes
 from nbcluster.framework.constant import convert_to_tensor
 
@@ -24,16 +25,16 @@ def padded_batch(dataset, batch_size, padded_shapes=None, padding_values=None,
     specs = structure.flatten(spec)
     shapes = _padded_shapes(padded_shapes, specs)
     values = _padding_values(padding_values, specs)
-    size = _int64(batch_size, "batch_size")
+    size = int64_input(batch_size, "batch_size")
     drop = convert_to_tensor(drop_remainder, dtype=dtypes.bool, name="drop_remainder")
-    rows = _static_rows(size, drop)
+    rows = static_rows(size, drop)
     shape_tensors = [convert_to_tensor(np.asarray([-1 if d is None else d for d in s.as_list()],
                                                   dtype=np.int64), name="padded_shapes")
                      for s in shapes]
-    out = structure.pack_as(spec, [structure.TensorSpec(_batched(s, rows), c.dtype)
+    out = structure.pack_as(spec, [structure.TensorSpec(batched(s, rows), c.dtype)
                                    for s, c in zip(shapes, specs)])
     inputs = [dataset._variant, size] + shape_tensors + values + [drop]
-    return make_dataset("PaddedBatchDatasetV2", inputs, out,
+    return add_dataset_op("PaddedBatchDatasetV2", inputs, out,
                         {"parallel_copy": False, "N": len(specs)}, name,
                         types_attr="Toutput_types")
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Optional
 
 from nbcluster.data import structure
-from nbcluster.data.dataset import Dataset, _int64
+from nbcluster.data.dataset import Dataset
+from nbcluster.data.dataset_value import int64_input
 from nbcluster.framework import dtypes
 from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import get_default_graph
@@ -24,7 +25,7 @@ def _file_dataset(op_type: str, filenames, compression_type, buffer_size, name):
                          f"{names.shape}")
     compression = convert_to_tensor(compression_type or "", dtype=dtypes.string,
                                     name="compression_type")
-    size = _int64(_DEFAULT_BUFFER if buffer_size is None else buffer_size, "buffer_size")
+    size = int64_input(_DEFAULT_BUFFER if buffer_size is None else buffer_size, "buffer_size")
     op = get_default_graph().create_op(op_type, [names, compression, size],
                                        {"metadata": ""}, name=name or op_type)
     return op.outputs[0], structure.TensorSpec([], dtypes.string)

@@ -1,4 +1,5 @@
-"""The datasets made from values: from_tensors, from_tensor_slices, range, from_generator.
+"""The datasets made from values: from_tensors, from_tensor_slices, range, from_generator,
+each as the (variant, element_spec) pair of its op (Dataset's static methods wrap it).
 
 from_generator's generator is a Python callable of the process that builds the
 dataset; it is never pickled or sent anywhere. Its GeneratorDataset op names
@@ -13,13 +14,13 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from nbcluster.data import structure
-from nbcluster.data.dataset import Dataset, _int64, make_dataset
+from nbcluster.data.dataset_value import add_dataset_op, int64_input
 from nbcluster.framework import dtypes
 from nbcluster.framework.tensor_shape import TensorShape
 from nbcluster.kernels.data_transforms import register_generator
 
 
-def from_tensors(tensors, name: Optional[str] = None) -> Dataset:
+def from_tensors(tensors, name: Optional[str] = None) -> tuple:
     """A dataset of one element, `tensors`.
 
     Raises:
@@ -27,11 +28,11 @@ def from_tensors(tensors, name: Optional[str] = None) -> Dataset:
     """
     element = structure.to_tensors(tensors, "`tensors`")
     leaves = structure.flatten(element)
-    return make_dataset("TensorDataset", leaves, structure.spec_of(element), name=name,
+    return add_dataset_op("TensorDataset", leaves, structure.spec_of(element), name=name,
                         types_attr="Toutput_types")
 
 
-def from_tensor_slices(tensors, name: Optional[str] = None) -> Dataset:
+def from_tensor_slices(tensors, name: Optional[str] = None) -> tuple:
     """A dataset of the rows of `tensors` (all leaves cut along their first dimension).
 
     Raises:
@@ -56,25 +57,25 @@ def from_tensor_slices(tensors, name: Optional[str] = None) -> Dataset:
     spec = structure.pack_as(element, [structure.TensorSpec(
         TensorShape(t.shape.as_list()[1:]) if t.shape.rank is not None else TensorShape(None),
         t.dtype) for t in leaves])
-    return make_dataset("TensorSliceDataset", leaves, spec,
+    return add_dataset_op("TensorSliceDataset", leaves, spec,
                         {"is_files": False, "replicate_on_split": False}, name,
                         types_attr="Toutput_types")
 
 
-def range_(*args, output_type=dtypes.int64, name: Optional[str] = None) -> Dataset:
+def range_(*args, output_type=dtypes.int64, name: Optional[str] = None) -> tuple:
     """`range(stop)`, `range(start, stop)`, `range(start, stop, step)` as a dataset."""
     if not 1 <= len(args) <= 3:
         raise ValueError(f"Invalid `args`. The length of `args` should be between 1 and 3 "
                          f"but was {len(args)}.")
     start, stop, step = (0, args[0], 1) if len(args) == 1 else \
         (args[0], args[1], 1) if len(args) == 2 else args
-    inputs = [_int64(start, "start"), _int64(stop, "stop"), _int64(step, "step")]
+    inputs = [int64_input(start, "start"), int64_input(stop, "stop"), int64_input(step, "step")]
     spec = structure.TensorSpec([], dtypes.as_dtype(output_type))
-    return make_dataset("RangeDataset", inputs, spec, name=name)
+    return add_dataset_op("RangeDataset", inputs, spec, name=name)
 
 
 def from_generator(generator: Callable, output_types=None, output_shapes=None, args=None,
-                   output_signature=None, name: Optional[str] = None) -> Dataset:
+                   output_signature=None, name: Optional[str] = None) -> tuple:
     """A dataset of what `generator()` yields, converted to `output_types`.
 
     The generator runs in this process (see the module docstring).
@@ -110,7 +111,7 @@ def from_generator(generator: Callable, output_types=None, output_shapes=None, a
             yield _flat_values(element, template)
 
     token = register_generator(flat_generator)
-    return make_dataset("GeneratorDataset", [], spec, {"token": token}, name)
+    return add_dataset_op("GeneratorDataset", [], spec, {"token": token}, name)
 
 
 def _flat_values(element, spec) -> list:

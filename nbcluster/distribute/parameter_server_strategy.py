@@ -19,9 +19,9 @@ from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.graph import get_default_graph
 from nbcluster.ops import reduction
-from nbcluster.ops.resource_variable import resource_variables_in
 from nbcluster.ops.state import GLOBAL_VARIABLES, variables_initializer
 from nbcluster.ops.variable_creators import variable_creator_scope
+from nbcluster.ops.variable_kinds import resource_variables_in
 
 VARIABLE_OP_TYPES = frozenset({"VariableV2", "VarHandleOp"})
 

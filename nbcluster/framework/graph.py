@@ -268,6 +268,13 @@ class Graph:
     def get_operations(self) -> list:
         return list(self._ops)
 
+    def operations_since(self, version: int) -> list:
+        """The ops added after the graph was at `version` (its `version` then), in
+        the order they were made: what a session sends to extend its graph, what
+        a control-flow branch built. An op is listed only once whole (create_op
+        appends it last)."""
+        return self._ops[version:]
+
     def get_operation_by_name(self, name: str) -> Operation:
         if not isinstance(name, str):
             raise TypeError(f"Operation names are strings (or similar), not {name!r}")

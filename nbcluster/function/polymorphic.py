@@ -28,8 +28,8 @@ from nbcluster.function.structure import (
     treedef,
 )
 from nbcluster.ops.array import placeholder
-from nbcluster.ops.resource_variable import resource_variables_in
 from nbcluster.ops.state import GLOBAL_VARIABLES
+from nbcluster.ops.variable_kinds import resource_variables_in
 
 
 class _Call:

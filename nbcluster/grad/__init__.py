@@ -4,7 +4,7 @@ Importing the package loads every rule family, so the table is complete.
 """
 import importlib
 
-from nbcluster.grad.registry import (
+from nbcluster.grad.gradient_table import (
     NotDifferentiable,
     get_gradient_rule,
     is_declared,

@@ -5,7 +5,7 @@ meaning, so every accumulator op is declared NotDifferentiable, as in TF.
 """
 from __future__ import annotations
 
-from nbcluster.grad.registry import NotDifferentiable
+from nbcluster.grad.gradient_table import NotDifferentiable
 
 for _type in ("ConditionalAccumulator", "AccumulatorApplyGradient",
               "AccumulatorTakeGradient", "AccumulatorNumAccumulated",

@@ -6,7 +6,7 @@ gradient through; joining ops send each input its own slice of the gradient.
 """
 from __future__ import annotations
 
-from nbcluster.grad.registry import NotDifferentiable, register_gradient
+from nbcluster.grad.gradient_table import NotDifferentiable, register_gradient
 from nbcluster.ops import array, ranges, reduction, slicing
 from nbcluster.ops import shapes as shape_ops
 from nbcluster.ops.fill import zeros_like

@@ -5,7 +5,7 @@ Rule: none of them carries a gradient; StopGradient exists to block one.
 """
 from __future__ import annotations
 
-from nbcluster.grad.registry import NotDifferentiable
+from nbcluster.grad.gradient_table import NotDifferentiable
 
 for _type in ("NoOp", "StopGradient", "_Send", "_Recv"):
     NotDifferentiable(_type)

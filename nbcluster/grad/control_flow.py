@@ -5,7 +5,7 @@ predicate. The loop primitives are differentiated as one unit per loop
 """
 from __future__ import annotations
 
-from nbcluster.grad.registry import NotDifferentiable, register_gradient
+from nbcluster.grad.gradient_table import NotDifferentiable, register_gradient
 from nbcluster.grad.resource_variables import zeros_like_value
 from nbcluster.ops.control_flow import merge, switch
 

@@ -4,7 +4,7 @@ gradient's name scope), the flow carrying the order.
 """
 from __future__ import annotations
 
-from nbcluster.grad.registry import NotDifferentiable, register_gradient
+from nbcluster.grad.gradient_table import NotDifferentiable, register_gradient
 from nbcluster.ops.control_flow_tensor_array import TensorArray
 
 for _type in ("TensorArrayV3", "TensorArrayGradV3", "TensorArraySizeV3", "TensorArrayCloseV3",

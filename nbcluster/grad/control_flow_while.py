@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.constant import constant
+from nbcluster.grad.gradient_table import register_unit_gradient
+from nbcluster.grad.gradients import gradients
 from nbcluster.grad.resource_variables import zeros_like_value
 from nbcluster.ops.array import identity
 from nbcluster.ops.control_flow import (
@@ -36,12 +38,14 @@ from nbcluster.ops.control_flow_tensor_array import (
     stack_push_v2,
     stack_v2,
 )
+from nbcluster.ops.control_flow_while import while_loop
 from nbcluster.ops.fill import zeros_like
 from nbcluster.ops.resource_variables import handle_op
 
 _FLOATS = {dtypes.float16, dtypes.float32, dtypes.float64}
 
 
+@register_unit_gradient("WhileContext")
 def while_gradient(ctx, *out_grads) -> list:
     """The gradients of a WhileContext's inputs (initial values, then captured
     tensors) from its Exits' gradients `out_grads` (None where none flows)."""
@@ -65,7 +69,6 @@ def while_gradient(ctx, *out_grads) -> list:
         return j < count
 
     def body(j, grads, accs):
-        from nbcluster.grad.gradients import gradients
         popped = [stack_pop_v2(s, v.dtype, shape=ctx.shape_invariants[k])
                   for k, (s, v) in enumerate(zip(stacks, ctx.initial))]
         with graph.control_dependencies([p.op for p in popped]):
@@ -87,7 +90,6 @@ def while_gradient(ctx, *out_grads) -> list:
                     for a, g in zip(accs, dxs[len(float_vars):])]
         return j_next, new_grads, new_accs
 
-    from nbcluster.ops.control_flow_while import while_loop
     _, grads, accs = while_loop(cond, body, [constant(0, name="grad_counter"), init_grads,
                                              init_accs],
                                 parallel_iterations=ctx.parallel_iterations,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from nbcluster.framework import dtypes
 from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.indexed_slices import IndexedSlices
-from nbcluster.grad.registry import register_gradient
+from nbcluster.grad.gradient_table import register_gradient
 from nbcluster.ops import indexing, math, ranges, reduction, shapes
 from nbcluster.ops.dynamic_partition import dynamic_partition, dynamic_stitch
 from nbcluster.ops.fill import zeros_like

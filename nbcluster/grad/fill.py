@@ -4,7 +4,7 @@ NotDifferentiable.
 """
 from __future__ import annotations
 
-from nbcluster.grad.registry import NotDifferentiable, register_gradient
+from nbcluster.grad.gradient_table import NotDifferentiable, register_gradient
 from nbcluster.ops.reduction import reduce_sum
 
 for _type in ("ZerosLike", "OnesLike"):

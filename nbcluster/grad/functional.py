@@ -7,7 +7,7 @@ nbcluster does not differentiate a function body, so `tf.gradients` over one
 of these ops says so, naming it, instead of returning a silent None.
 """
 from nbcluster import errors
-from nbcluster.grad.registry import NotDifferentiable, register_gradient
+from nbcluster.grad.gradient_table import NotDifferentiable, register_gradient
 
 _NO_RULE = ("PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "While",
             "StatelessWhile", "TensorListFromTensor", "TensorListPushBack",

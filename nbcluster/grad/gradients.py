@@ -17,8 +17,7 @@ from nbcluster.framework.constant import convert_to_tensor
 from nbcluster.framework.graph import graph_of
 from nbcluster.framework.indexed_slices import IndexedSlices
 from nbcluster.framework.operation import Operation, Tensor, as_tensor_or_op
-from nbcluster.grad.control_flow_while import while_gradient
-from nbcluster.grad.registry import get_gradient_rule
+from nbcluster.grad.gradient_table import get_gradient_rule, get_unit_gradient_rule
 from nbcluster.ops.array import concat
 from nbcluster.ops.control import tuple as gate_tuple
 from nbcluster.ops.control_flow_while import loop_unit
@@ -141,7 +140,7 @@ class _Builder:
                              for g in out_grads]
             try:
                 rule = get_gradient_rule(op.type) if isinstance(op, Operation) \
-                    else while_gradient
+                    else get_unit_gradient_rule(op.type)
             except LookupError:
                 raise LookupError(f"No gradient defined for operation '{op.name}' "
                                   f"(op type: {op.type})") from None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from nbcluster.framework.indexed_slices import IndexedSlices
 from nbcluster.framework.operation import Tensor
-from nbcluster.grad.registry import NotDifferentiable, register_gradient
+from nbcluster.grad.gradient_table import NotDifferentiable, register_gradient
 from nbcluster.ops import array, indexing, shapes, slicing
 from nbcluster.ops import math as m
 from nbcluster.ops.fill import fill, zeros_like

@@ -5,7 +5,7 @@ RestoreV2, ...) need no entry: the registry sweep exempts stateful ops.
 """
 from __future__ import annotations
 
-from nbcluster.grad.registry import NotDifferentiable
+from nbcluster.grad.gradient_table import NotDifferentiable
 
 for _type in ("ShardedFilename",):
     NotDifferentiable(_type)

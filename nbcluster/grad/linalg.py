@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.operation import Tensor
-from nbcluster.grad.registry import register_gradient
+from nbcluster.grad.gradient_table import register_gradient
 from nbcluster.ops import math as m
 from nbcluster.ops import shapes
 from nbcluster.ops.linalg import matmul

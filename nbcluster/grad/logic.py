@@ -5,7 +5,7 @@ derivative, so all are NotDifferentiable (as in TF).
 """
 from __future__ import annotations
 
-from nbcluster.grad.registry import NotDifferentiable
+from nbcluster.grad.gradient_table import NotDifferentiable
 
 for _type in ("LogicalAnd", "LogicalOr", "LogicalNot", "IsNan", "IsInf", "IsFinite"):
     NotDifferentiable(_type)

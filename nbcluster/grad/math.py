@@ -12,7 +12,7 @@ from typing import Optional
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.operation import Tensor
-from nbcluster.grad.registry import NotDifferentiable, register_gradient
+from nbcluster.grad.gradient_table import NotDifferentiable, register_gradient
 from nbcluster.ops import math as m
 from nbcluster.ops import shapes
 from nbcluster.ops.fill import zeros_like

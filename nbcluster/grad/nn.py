@@ -9,8 +9,8 @@ instead of recomputing.
 from __future__ import annotations
 
 from nbcluster.framework.operation import Tensor
+from nbcluster.grad.gradient_table import register_gradient
 from nbcluster.grad.math import unbroadcast
-from nbcluster.grad.registry import register_gradient
 from nbcluster.ops import math as m
 from nbcluster.ops import reduction
 from nbcluster.ops.fill import zeros_like

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.operation import Tensor
-from nbcluster.grad.registry import NotDifferentiable, register_gradient
+from nbcluster.grad.gradient_table import NotDifferentiable, register_gradient
 from nbcluster.ops import math as m
 from nbcluster.ops import ranges, reduction, shapes
 from nbcluster.ops.fill import ones_like

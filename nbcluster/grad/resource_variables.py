@@ -11,7 +11,7 @@ from __future__ import annotations
 from nbcluster.framework import dtypes
 from nbcluster.framework.indexed_slices import IndexedSlices
 from nbcluster.framework.operation import Tensor
-from nbcluster.grad.registry import NotDifferentiable, register_gradient
+from nbcluster.grad.gradient_table import NotDifferentiable, register_gradient
 from nbcluster.ops import array, shapes, slicing
 from nbcluster.ops.fill import zeros, zeros_like
 from nbcluster.ops.resource_variables import SCATTER_TYPES, handle_op, variable_shape

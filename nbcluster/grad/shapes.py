@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nbcluster.grad.registry import NotDifferentiable, register_gradient
+from nbcluster.grad.gradient_table import NotDifferentiable, register_gradient
 from nbcluster.ops import shapes, slicing
 from nbcluster.ops.shape_inference import constant_value
 

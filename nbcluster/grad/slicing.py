@@ -8,8 +8,8 @@ the padding.
 """
 from __future__ import annotations
 
+from nbcluster.grad.gradient_table import NotDifferentiable, register_gradient
 from nbcluster.grad.math import unbroadcast
-from nbcluster.grad.registry import NotDifferentiable, register_gradient
 from nbcluster.ops import array, shapes, slicing
 from nbcluster.ops import math as m
 from nbcluster.ops.fill import zeros_like

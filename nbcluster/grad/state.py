@@ -7,7 +7,7 @@ registry sweep test exempts every op registered with `stateful=True`.
 """
 from __future__ import annotations
 
-from nbcluster.grad.registry import NotDifferentiable
+from nbcluster.grad.gradient_table import NotDifferentiable
 
 for _type in ("VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized",
               "CountUpTo",

@@ -1,7 +1,7 @@
 """Gradient declarations for the summary ops: a serialized Summary carries no gradient."""
 from __future__ import annotations
 
-from nbcluster.grad.registry import NotDifferentiable
+from nbcluster.grad.gradient_table import NotDifferentiable
 
 for _type in ("ScalarSummary", "HistogramSummary", "ImageSummary", "AudioSummaryV2",
               "TensorSummaryV2", "MergeSummary"):

@@ -22,7 +22,7 @@ from nbcluster.jupyter.cluster_body import (
     resolve_config,
 )
 from nbcluster.jupyter.failures import TfServerError, dead_tasks, one_line
-from nbcluster.jupyter.registry import Registry
+from nbcluster.jupyter.tfserver_registry import Registry
 from nbcluster.launch import Cluster, LaunchError
 from nbcluster.launch.status import task_of
 from nbcluster.server import Server, make_server_def

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nbcluster.kernels.registry import register_kernel
 from nbcluster.runtime.dead_tensor import DEAD
+from nbcluster.runtime.kernel_table import register_kernel
 
 
 def _switch(node, device):

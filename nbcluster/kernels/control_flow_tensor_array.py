@@ -14,7 +14,7 @@ import numpy as np
 
 from nbcluster import errors
 from nbcluster.framework import dtypes
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 
 _IDS = itertools.count(1)
 

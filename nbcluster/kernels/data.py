@@ -1,71 +1,28 @@
 """tf.data's dataset kernels: each builds a Dataset value, a Python object of its task
 that makes element iterators; the sources and the order-keeping transformations
-live here, the function-calling ones in data_transforms.py.
-
-Rule: a Dataset value is a recipe, never a running pipeline: `iterate(env)`
-starts a fresh pass over it as a Python generator of element tuples (numpy
-arrays, one per component), so a repeat or a re-initialised iterator starts
-over, and closing the generator stops what it started (prefetch threads).
+live here, the function-calling ones in data_transforms.py, the readers in
+data_records.py, iterators in data_iterator.py; the Dataset value itself and the
+decorator every dataset kernel registers with in dataset_recipe.py (its rule: a
+Dataset value is a recipe, never a running pipeline).
 """
 from __future__ import annotations
 
 import itertools
 import threading
-from typing import Callable, Iterator
 
 import numpy as np
 
 from nbcluster import errors
 from nbcluster.framework import dtypes as dtypes_lib
-from nbcluster.framework.tensor_shape import TensorShape
-from nbcluster.kernels.registry import register_kernel
 
-
-class Dataset:
-    """A dataset value: its element signature and how to start a pass over it."""
-
-    def __init__(self, types: list, shapes: list, passes: Callable[[object], Iterator]):
-        self.types = [dtypes_lib.as_dtype(t) for t in types]
-        self.shapes = [TensorShape(s) for s in shapes]
-        self._passes = passes
-
-    def iterate(self, env) -> Iterator[tuple]:
-        return self._passes(env)
-
-
-# Readers' ops have no signature attrs: their elements are scalar strings.
-_FIXED = {"TFRecordDataset": ([dtypes_lib.string], [TensorShape([])]),
-          "TextLineDataset": ([dtypes_lib.string], [TensorShape([])])}
-
-
-def _signature(node) -> tuple:
-    if node.op in _FIXED:
-        return _FIXED[node.op]
-    types = node.attrs.get("output_types") or node.attrs.get("Toutput_types") or []
-    return list(types), list(node.attrs.get("output_shapes") or [])
-
-
-def dataset_kernel(op_type: str):
-    """Registers `make(node, device, *inputs) -> passes` as `op_type`'s kernel."""
-
-    def wrap(make: Callable) -> Callable:
-        @register_kernel(op_type, "CPU")
-        def factory(node, device):
-            types, shapes = _signature(node)
-
-            def compute(ctx, *inputs):
-                return (Dataset(types, shapes, make(node, device, *inputs)),)
-            return compute
-        return make
-    return wrap
-
-
-def scalar_int(value, what: str, node) -> int:
-    array = np.asarray(value)
-    if array.ndim != 0 or array.dtype.kind not in "iu":
-        raise errors.InvalidArgumentError(
-            None, None, f"{what} must be an integer scalar, got {array!r}", node_name=node.name)
-    return int(array)
+# The family's other kernels: importing this module (kernels.load_all) registers them all.
+from nbcluster.kernels import (  # noqa: F401
+    data_functions,
+    data_iterator,
+    data_records,
+    data_transforms,
+)
+from nbcluster.kernels.dataset_recipe import dataset_kernel, scalar_int
 
 
 # -- sources ----------------------------------------------------------------------
@@ -326,16 +283,3 @@ def _prefetched(iterator, size: int):
             yield item
     finally:
         stop.set()
-
-
-def _load_families() -> None:
-    # Importing this module registers every dataset kernel (kernels.load_all).
-    from nbcluster.kernels import (
-        data_functions,  # noqa: F401
-        data_iterator,  # noqa: F401
-        data_records,  # noqa: F401
-        data_transforms,  # noqa: F401
-    )
-
-
-_load_families()

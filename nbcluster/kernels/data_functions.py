@@ -14,7 +14,7 @@ from typing import Optional
 from nbcluster import errors
 from nbcluster.framework.func_attr import FuncAttr
 from nbcluster.framework.node import Node, parse_input
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.runtime.kernel_table import register_kernel
 from nbcluster.runtime.resources import ResourceMgr
 from nbcluster.runtime.step import CancellationManager, StepContext
 

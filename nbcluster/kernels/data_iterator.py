@@ -15,9 +15,9 @@ import numpy as np
 from nbcluster import errors
 from nbcluster.framework import dtypes as dtypes_lib
 from nbcluster.framework.tensor_shape import TensorShape
-from nbcluster.kernels.data import Dataset
 from nbcluster.kernels.data_functions import FunctionRunner, PipelineEnv
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.kernels.dataset_recipe import Dataset
+from nbcluster.runtime.kernel_table import register_kernel
 
 
 class IteratorResource:

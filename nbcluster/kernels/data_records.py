@@ -22,7 +22,7 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from nbcluster import errors
-from nbcluster.kernels.data import dataset_kernel
+from nbcluster.kernels.dataset_recipe import dataset_kernel
 from nbcluster.kernels.file_root import confine
 
 

@@ -16,9 +16,9 @@ from typing import Callable
 import numpy as np
 
 from nbcluster import errors
-from nbcluster.kernels.data import Dataset, _signature, dataset_kernel, scalar_int
 from nbcluster.kernels.data_functions import FunctionRunner
-from nbcluster.kernels.registry import register_kernel
+from nbcluster.kernels.dataset_recipe import Dataset, dataset_kernel, scalar_int, signature
+from nbcluster.runtime.kernel_table import register_kernel
 from nbcluster.runtime.thread_pool import DaemonPool
 
 _POOL = DaemonPool(max_workers=32, thread_name_prefix="nbcluster-data-map")
@@ -31,7 +31,7 @@ def function_kernel(op_type: str, attr: str, tail: int = 0):
     def wrap(make: Callable) -> Callable:
         @register_kernel(op_type, "CPU")
         def factory(node, device):
-            types, shapes = _signature(node)
+            types, shapes = signature(node)
             runner = FunctionRunner(node.attrs[attr], device, node.name)
             captures = len(node.attrs.get("Targuments") or [])
 
@@ -202,7 +202,7 @@ def register_generator(flat_generator: Callable) -> str:
 @dataset_kernel("GeneratorDataset")
 def _generator(node, device):
     token = node.attrs["token"]
-    types, shapes = _signature(node)
+    types, shapes = signature(node)
     make = _GENERATORS.get(token)
     if make is None:
         raise errors.FailedPreconditionError(

@@ -15,8 +15,8 @@ import numpy as np
 from nbcluster import errors
 from nbcluster.kernels.indexing import first_out_of_range, position_str, scatter_add
 from nbcluster.kernels.math import quiet
-from nbcluster.kernels.registry import register_kernel
 from nbcluster.kernels.state import _count_up_to, _updater, scattered
+from nbcluster.runtime.kernel_table import register_kernel
 from nbcluster.runtime.resources import VariableResource
 
 DEVICES = ("CPU", "GPU")

@@ -102,6 +102,19 @@ class StepRendezvous:
             if self.error is not None and not any(key in values for key in keys()):
                 raise self.error
 
+    def claim_streamed(self, keys: list) -> list:
+        """Those of `keys` no stream of this step brings yet, marked from now on as
+        streamed (a partition's prefetch is about to open one for them)."""
+        with self._cond:
+            new = [k for k in keys if k not in self.streamed]
+            self.streamed.update(new)
+            return new
+
+    def unclaim_streamed(self, keys: list) -> None:
+        """`claim_streamed`'s keys after all come one by one (no stream was opened)."""
+        with self._cond:
+            self.streamed.difference_update(keys)
+
     def add_stream(self, keys: list, batches, resolve: Callable) -> None:
         """Tensors `keys` will come from `batches` (an iterator of lists of
         (key, value)); `resolve(batch)` turns a batch into what lands.

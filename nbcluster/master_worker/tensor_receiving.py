@@ -6,19 +6,18 @@ import time
 
 from nbcluster import errors
 from nbcluster.master_worker.rendezvous import make_key, task_of
+from nbcluster.master_worker.task_counters import TaskCounters
 from nbcluster.master_worker.worker_session import WorkerSession
 from nbcluster.master_worker.worker_steps import Step
 
 
 class TensorReceiver:
-    """Brings peers' tensors into `worker`'s steps, counting them in its
-    `bytes_received`. A step with no session yet uses `default`'s peers;
-    `lock` is the worker's."""
+    """Brings peers' tensors into a worker's steps, counting them in `counters`
+    (its TaskCounters). A step with no session yet uses `default`'s peers."""
 
-    def __init__(self, worker, default: WorkerSession, lock) -> None:
-        self._worker = worker
+    def __init__(self, counters: TaskCounters, default: WorkerSession) -> None:
+        self._counters = counters
         self._default = default
-        self._lock = lock
 
     def prefetch(self, step: Step, plan: dict, step_id: int, deadline, cancel) -> None:
         """One stream per producing task brings this partition's tensors from
@@ -34,10 +33,7 @@ class TensorReceiver:
             client = peer(job, task) if peer is not None else None
             if client is None:
                 continue
-            with self._lock:
-                streamed = step.rendezvous.streamed
-                keys = [k for k in keys if k not in streamed]
-                streamed.update(keys)
+            keys = step.rendezvous.claim_streamed(keys)
             if not keys:
                 continue
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -47,8 +43,7 @@ class TensorReceiver:
                 step.rendezvous.abort(e)
                 return
             if values is None:  # an in-process peer: Recvs fetch one by one
-                with self._lock:
-                    step.rendezvous.streamed.difference_update(keys)
+                step.rendezvous.unclaim_streamed(keys)
                 continue
             step.rendezvous.add_stream(keys, values, functools.partial(
                 self._resolve, client, step_id, deadline))
@@ -59,7 +54,7 @@ class TensorReceiver:
             return None if deadline is None else max(0.0, deadline - time.monotonic())
         batch = [(key, client.recv_tensor(step_id, key, left()) if value is None else value)
                  for key, value in batch]  # None: too large to stream
-        self._worker.bytes_received += sum(getattr(v, "nbytes", 0) for _, v in batch)
+        self._counters.received(sum(getattr(v, "nbytes", 0) for _, v in batch))
         return batch
 
     def remote_recv(self, step: Step, step_id: int, key: str, ctx):
@@ -75,7 +70,7 @@ class TensorReceiver:
                                                         f"/job:{job}/task:{task} for {key!r}")
         timeout = None if ctx.deadline is None else max(0.0, ctx.deadline - time.monotonic())
         value = client.recv_tensor(step_id, key, timeout, ctx)
-        self._worker.bytes_received += getattr(value, "nbytes", 0)
+        self._counters.received(getattr(value, "nbytes", 0))
         return value
 
 

@@ -7,6 +7,7 @@ from typing import Callable, Optional
 
 from nbcluster import errors
 from nbcluster.master_worker.rendezvous import parse_key, task_of
+from nbcluster.master_worker.task_counters import TaskCounters
 from nbcluster.master_worker.worker_steps import StepTable
 
 UNBEGUN_ENV = "NBCLUSTER_UNBEGUN_STEP_WAIT_S"
@@ -22,8 +23,8 @@ def unbegun_wait() -> float:
 
 
 class TensorServer:
-    """Answers peers' fetches of `worker`'s tensors, counting them in its
-    `bytes_sent`; `names()` gives the (job, task) names its sessions give it.
+    """Answers peers' fetches of `worker`'s tensors (from its `steps`), counting
+    them in `counters`; `names()` gives the (job, task) names its sessions give it.
 
     A peer's wait is bounded three ways: its own deadline; `stopped()` (its
     caller went away: the RPC layer wakes the step then); and, until a
@@ -32,10 +33,11 @@ class TensorServer:
     began leaves no step behind (`StepTable.end_wait`).
     """
 
-    def __init__(self, worker, steps: StepTable, names: Callable[[], set],
-                 unbegun_wait_s: Optional[float] = None) -> None:
+    def __init__(self, worker, steps: StepTable, counters: TaskCounters,
+                 names: Callable[[], set], unbegun_wait_s: Optional[float] = None) -> None:
         self._worker = worker
         self._steps = steps
+        self._counters = counters
         self._names = names
         self._unbegun_wait_s = unbegun_wait() if unbegun_wait_s is None else unbegun_wait_s
 
@@ -59,7 +61,7 @@ class TensorServer:
         finally:
             self._steps.end_wait(step_id, step)
         self._steps.fetched(step_id, step, 1)
-        self._worker.bytes_sent += getattr(value, "nbytes", 0)
+        self._counters.sent(getattr(value, "nbytes", 0))
         return value
 
     def recv_tensors(self, step_id: int, keys: list, timeout: Optional[float] = None,
@@ -82,7 +84,7 @@ class TensorServer:
                 if got is None:
                     return
                 left.remove(got[0])
-                batch, sent = [], 0
+                batch, sent, nbytes_sent = [], 0, 0
                 for key, value in [got] + step.rendezvous.ready(left):
                     if key != got[0]:
                         left.remove(key)
@@ -92,7 +94,8 @@ class TensorServer:
                         continue
                     batch.append((key, value))
                     sent += 1
-                    self._worker.bytes_sent += nbytes
+                    nbytes_sent += nbytes
+                self._counters.sent(nbytes_sent)
                 step.rendezvous.forget([key for key, value in batch if value is not None])
                 self._steps.fetched(step_id, step, sent)
                 yield batch

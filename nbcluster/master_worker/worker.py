@@ -26,6 +26,7 @@ from nbcluster.master_worker.partition import partition
 from nbcluster.master_worker.process_usage import ProcessUsage, gpu_memory
 from nbcluster.master_worker.rendezvous import task_of
 from nbcluster.master_worker.step_stats import build_step_stats
+from nbcluster.master_worker.task_counters import TaskCounters
 from nbcluster.master_worker.tensor_receiving import TensorReceiver, prefetch_plan
 from nbcluster.master_worker.tensor_serving import TensorServer
 from nbcluster.master_worker.transport import RunGraphResult
@@ -82,32 +83,34 @@ class Worker:
         self._connect = connect
         self._check_cluster = check_cluster
         self._clients: dict = {}  # address -> client, for propagated sessions
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # sessions, graphs, clients (steps: the StepTable's own)
         # Sessions on the server's own cluster that keep no state of their own
         # (and RPCs with no session) use this one.
         self._default = WorkerSession((job, task), self.devices, self.resources, False, peers)
         self._sessions: dict[str, WorkerSession] = {}
         self._default_handles: set = set()  # open sessions that use self._default
         self._graphs: dict[tuple, _Graph] = {}
-        self._receiver = TensorReceiver(self, self._default, self._lock)
-        self._step_table = StepTable(self._lock, self._receiver.remote_recv)
-        self._steps = self._step_table.steps  # step id -> Step in flight
-        self._server = TensorServer(self, self._step_table, self._names)
+        self.counters = TaskCounters()  # GetStatus's steps and bytes, bumped from any thread
+        self._receiver = TensorReceiver(self.counters, self._default)
+        self._step_table = StepTable(self._receiver.remote_recv)  # the steps' one owner
+        self._server = TensorServer(self, self._step_table, self.counters, self._names)
         self._handles = itertools.count(1)
         self.started = time.time()
-        self.steps_run = 0
-        self.bytes_sent = 0
-        self.bytes_received = 0
         self.last_error = ""
         self._usage = ProcessUsage()
 
     # -- status ------------------------------------------------------------
+    steps_run = property(lambda self: self.counters.steps_run)
+    bytes_sent = property(lambda self: self.counters.bytes_sent)
+    bytes_received = property(lambda self: self.counters.bytes_received)
+
     def get_status(self, timeout: Optional[float] = None):
         cpu_percent, rss_bytes = self._usage.sample()
+        steps_run, bytes_sent, bytes_received = self.counters.snapshot()
         response = worker_pb2.GetStatusResponse(
             incarnation_start_unix_micros=int(self.started * 1e6), pid=os.getpid(),
-            host=socket.gethostname(), steps_run=self.steps_run, bytes_sent=self.bytes_sent,
-            bytes_received=self.bytes_received,
+            host=socket.gethostname(), steps_run=steps_run, bytes_sent=bytes_sent,
+            bytes_received=bytes_received,
             active_sessions=len(self._sessions) + len(self._default_handles),
             last_error=self.last_error, job_name=self.job, task_index=self.task,
             cpu_percent=cpu_percent, rss_bytes=rss_bytes)
@@ -228,14 +231,7 @@ class Worker:
                                                   f"registered on this worker (restarted?)")
         cancel = CancellationManager()
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:  # found and claimed at once: a peer's ended wait drops unclaimed steps
-            step = self._step_table.get_locked(step_id)
-            step.session = step.session or graph.session
-            step.cancellations.append(cancel)
-            step.running += 1
-            step.unfetched += graph.remote_sends
-            if step.rendezvous.error is not None:
-                cancel.cancel(step.rendezvous.error)
+        step = self._step_table.claim(step_id, graph.session, cancel, graph.remote_sends)
         contexts = [StepContext(step_id, graph.session.resources, self.job, step.rendezvous,
                                 feeds, cancel, deadline, collect_stats)
                     for _ in graph.executors]
@@ -248,12 +244,10 @@ class Worker:
             self.last_error = f"{type(e).__name__}: {e.message}"
             raise
         finally:
-            with self._lock:
-                if graph.counts_sends:
-                    step.unfetched += sum(getattr(c, "remote_sent", 0) for c in contexts)
-                step.running -= 1
-                self._step_table.end_if_finished(step_id, step)
-        self.steps_run += 1
+            loop_sends = sum(getattr(c, "remote_sent", 0) for c in contexts) \
+                if graph.counts_sends else 0
+            self._step_table.release(step_id, step, loop_sends)
+        self.counters.step_ran()
         out: dict = {}
         for ctx in contexts:
             out.update(ctx.fetches)
@@ -289,13 +283,8 @@ class Worker:
 
     def cleanup_graph(self, step_id: int) -> None:
         """Ends a step: wakes anything still waiting in it, drops its tensors."""
-        error = errors.CancelledError(None, None, f"Step {step_id} was cancelled")
-        step = self._step_table.end(step_id, error)
-        if step is None:
-            return
-        step.rendezvous.abort(error)
-        for cancel in step.cancellations:
-            cancel.cancel(error)
+        self._step_table.end(step_id, errors.CancelledError(None, None,
+                                                            f"Step {step_id} was cancelled"))
 
     def cancel_steps(self) -> None:
         """Ends every step in flight (the server is stopping): nothing stays blocked."""

@@ -15,9 +15,9 @@ from nbcluster import errors
 from nbcluster.framework.graph import get_default_graph
 from nbcluster.monitored.hooked_run import hooked_run
 from nbcluster.monitored.session_creators import ChiefSessionCreator, SessionCreator, close_quietly
-from nbcluster.training.coordinator import Coordinator
 from nbcluster.training.queue_runner import start_queue_runners
 from nbcluster.training.session_run_hook import check_hooks
+from nbcluster.training.thread_coordinator import Coordinator
 
 logger = logging.getLogger(__name__)
 

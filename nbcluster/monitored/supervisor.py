@@ -32,9 +32,9 @@ from nbcluster.ops.state import (
     global_variables_initializer,
     local_variables_initializer,
 )
-from nbcluster.training.coordinator import Coordinator
 from nbcluster.training.queue_runner import QUEUE_RUNNERS
 from nbcluster.training.saver import Saver
+from nbcluster.training.thread_coordinator import Coordinator
 
 logger = logging.getLogger(__name__)
 

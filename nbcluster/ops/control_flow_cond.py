@@ -82,7 +82,7 @@ def cond(pred, true_fn=None, false_fn=None, strict: bool = False, name: Optional
 
 def _branch(graph, fn, pred_id: Tensor, side: int, pivot: Operation, what: str) -> tuple:
     """Builds one branch; returns (its structure, its flat outputs inside the branch)."""
-    start = len(graph._ops)
+    start = graph.version
     result = fn()
     if result is None:
         raise ValueError(f"{what} must have a return value.")

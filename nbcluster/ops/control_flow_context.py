@@ -28,7 +28,7 @@ def capture(graph, start: int, value_of: Callable[[Tensor], Tensor], pivot: Oper
     `gate_of(op)` (a loop's): what replaces a control input from outside, which
     would be in another frame (a constant Enter of a value made after it).
     """
-    ops = graph._ops[start:]
+    ops = graph.operations_since(start)
     inside = {id(op) for op in ops} | {id(op) for op in internal}
     inner: dict = {}
     for op in ops:

@@ -227,7 +227,7 @@ def _build(graph, scope: str, cond, body, loop_vars, shape_invariants, parallel:
 
     building.stack.append(ctx)
     try:
-        start = len(graph._ops)
+        start = graph.version
         pred = _call(cond, repack(merges))
         pred = convert_to_tensor(as_tensor_or_op(pred), dtype=dtypes.bool, graph=graph)
         if pred.shape.rank not in (None, 0):
@@ -242,7 +242,7 @@ def _build(graph, scope: str, cond, body, loop_vars, shape_invariants, parallel:
         body_in = [identity(sw[1], name="Identity") for sw in switches]
         ctx.body_inputs = body_in
         ctx._tag(ctx.loop_cond, *[sw[0] for sw in switches], *body_in)
-        start = len(graph._ops)
+        start = graph.version
         result = _call(body, repack(body_in))
         seq = isinstance(structure, (list, tuple)) and not hasattr(structure, "_fields")
         if seq and len(structure) == 1 and not isinstance(result, (list, tuple)):

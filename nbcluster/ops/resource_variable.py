@@ -1,6 +1,7 @@
 """ResourceVariable: a variable reached through a DT_RESOURCE handle (VarHandleOp),
 read by ReadVariableOp and written by AssignVariableOp and friends, as TF2 makes
-them; and the switch that makes `tf.Variable` / `get_variable` build them.
+them. The switch that makes `tf.Variable` / `get_variable` build them is
+`ops/variable_kinds.py`, which this module registers the class into.
 
 Rule: a ResourceVariable is a Variable (every isinstance check, Saver,
 optimizers, device setters take it) whose op is its VarHandleOp, so it is
@@ -12,7 +13,6 @@ there), so a read after an assign in program order sees the assign.
 """
 from __future__ import annotations
 
-import threading
 from typing import Optional
 
 from nbcluster.framework.constant import convert_to_tensor
@@ -21,59 +21,14 @@ from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape
 from nbcluster.ops import resource_variables as rv
 from nbcluster.ops.state import Variable
-
-_default = {"use_resource": False}  # tf.compat.v1.enable_resource_variables(): process-wide
-_forced = threading.local()  # graphs whose Variables are resource ones (a tf.function trace)
-
-
-def enable_resource_variables() -> None:
-    """Makes `tf.Variable` and `get_variable` build ResourceVariables by default."""
-    _default["use_resource"] = True
-
-
-def disable_resource_variables() -> None:
-    """Makes them build ref variables again, unless asked for `use_resource=True`."""
-    _default["use_resource"] = False
-
-
-def resource_variables_enabled() -> bool:
-    """Whether `tf.Variable` builds ResourceVariables by default."""
-    return _default["use_resource"]
-
-
-class resource_variables_in:  # a context manager, named as a function is
-    """Within it, Variables made in `graph` on this thread are resource ones
-    (TF2's tf.function makes only resource variables)."""
-
-    def __init__(self, graph) -> None:
-        self._graph = graph
-
-    def __enter__(self):
-        stack = getattr(_forced, "graphs", None)
-        if stack is None:
-            stack = _forced.graphs = []
-        stack.append(self._graph)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        _forced.graphs.remove(self._graph)
-
-
-def use_resource(flag: Optional[bool], graph=None) -> bool:
-    """Whether a new variable is a resource one: `flag` if given, else the default."""
-    if flag is not None:
-        return bool(flag)
-    graph = graph or get_default_graph()
-    if any(g is graph for g in getattr(_forced, "graphs", ())):
-        return True
-    return _default["use_resource"]
-
+from nbcluster.ops.variable_kinds import register_resource_kind
 
 # a ref variable's update op -> its resource twin
 _RESOURCE_TWINS = {"Assign": "AssignVariableOp", "AssignAdd": "AssignAddVariableOp",
                    "AssignSub": "AssignSubVariableOp"}
 
 
+@register_resource_kind
 class ResourceVariable(Variable):
     """A variable whose state is reached through a resource handle (TF2's kind).
 

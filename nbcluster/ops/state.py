@@ -10,6 +10,7 @@ from nbcluster.framework.op_registry import get_op_def, register_op
 from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape, scalar
 from nbcluster.ops.variable_creators import CreatedThroughScopes
+from nbcluster.ops.variable_kinds import resource_kind, use_resource
 
 GLOBAL_VARIABLES = "variables"
 TRAINABLE_VARIABLES = "trainable_variables"
@@ -77,17 +78,15 @@ class Variable(metaclass=CreatedThroughScopes):
       'v:0'
 
     With `use_resource=True`, or by default after `enable_resource_variables()`,
-    it is a ResourceVariable (ops/resource_variable.py).
+    it is a ResourceVariable (ops/resource_variable.py; the switch: ops/variable_kinds.py).
     """
 
     _is_resource = False
 
     def __new__(cls, *args, **kwargs):
         kind = cls
-        if cls is Variable:
-            from nbcluster.ops.resource_variable import ResourceVariable, use_resource
-            if use_resource(kwargs.get("use_resource")):
-                kind = ResourceVariable
+        if cls is Variable and use_resource(kwargs.get("use_resource")):
+            kind = resource_kind()
         return super().__new__(kind)
 
     def __init__(self, initial_value=None, trainable: bool = True, collections=None,

@@ -40,7 +40,7 @@ class VariableScope:
                  name_scope: str = "", partitioner=None, use_resource=None) -> None:
         self.name, self.reuse, self.initializer = name, reuse, initializer
         self.partitioner = partitioner
-        self.use_resource = use_resource  # None: the process default (resource_variable.py)
+        self.use_resource = use_resource  # None: the process default (variable_kinds.py)
         self.dtype = dtypes.as_dtype(dtype)
         self.original_name_scope = name_scope
 

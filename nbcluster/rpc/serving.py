@@ -26,7 +26,7 @@ def serve_run_graph(worker, req, sends: list, timeout) -> tuple:
     Raises:
       OpError: the step failed.
     """
-    worker.bytes_received += sum(a.nbytes for _, a in sends if hasattr(a, "nbytes"))
+    worker.counters.received(sum(a.nbytes for _, a in sends if hasattr(a, "nbytes")))
     fetches = list(req.recv_key)
     result = worker.run_graph(req.session_handle, req.graph_handle, req.step_id,
                               dict(sends), fetches, timeout,

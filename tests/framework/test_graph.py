@@ -103,6 +103,22 @@ def test_get_operations_in_creation_order():
     assert b.op.type == "Identity"
 
 
+def test_operations_since_a_version_are_the_ops_added_after_it():
+    g = tf.Graph()
+    with g.as_default():
+        tf.constant(1.0, name="a")
+        version = g.version
+        tf.constant(2.0, name="b")
+        tf.constant(3.0, name="c")
+    assert [op.name for op in g.operations_since(version)] == ["b", "c"]
+    assert [op.name for op in g.operations_since(0)] == ["a", "b", "c"]
+    assert g.operations_since(g.version) == []
+    listed = g.operations_since(0)
+    with g.as_default():
+        tf.constant(4.0, name="d")
+    assert len(listed) == 3  # a copy: later ops do not appear in it
+
+
 # -- Operation / Tensor attributes ---------------------------------------------------
 def test_tensor_and_operation_attributes():
     a = tf.constant([[1.0, 2.0, 3.0]], name="a")

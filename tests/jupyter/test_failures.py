@@ -13,7 +13,7 @@ from IPython.utils.capture import capture_output
 import nbcluster
 from nbcluster import errors
 from nbcluster.jupyter.failures import TfServerError, dead_tasks, how_it_ended
-from nbcluster.jupyter.registry import Entry
+from nbcluster.jupyter.tfserver_registry import Entry
 
 from process_checks import wait_gone
 

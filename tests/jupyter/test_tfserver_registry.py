@@ -5,7 +5,7 @@ import pytest
 
 from nbcluster import errors
 from nbcluster.jupyter.failures import one_line
-from nbcluster.jupyter.registry import Registry
+from nbcluster.jupyter.tfserver_registry import Registry
 from nbcluster.launch import LaunchError
 
 pytestmark = pytest.mark.timeout(30)

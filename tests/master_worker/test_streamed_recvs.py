@@ -58,7 +58,7 @@ def test_tensors_of_one_producer_come_in_one_stream_large_ones_by_recv(servers, 
                 assert float(sess.run(total)) == pytest.approx(6 + 6 + 0.5 * big_n)
     assert calls and all(len(keys) == 3 for keys in calls)
     for server in servers:  # every step ended by itself: no CleanupGraph needed
-        assert server._worker._steps == {}
+        assert server._worker._step_table.steps == {}
 
 
 def test_an_error_on_the_producer_fails_the_step_and_the_next_runs(servers):

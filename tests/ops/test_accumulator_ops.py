@@ -6,7 +6,7 @@ import pytest
 from op_checks import in_thread
 
 import nbcluster as tf
-from nbcluster.grad import registry
+from nbcluster.grad import gradient_table
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -45,8 +45,8 @@ def test_no_gradient_flows_through_accumulator_ops():
                     "AccumulatorTakeGradient", "AccumulatorNumAccumulated",
                     "AccumulatorSetGlobalStep"):
         for prefix in ("", "Resource"):
-            assert registry.is_declared(prefix + op_type)
-            assert registry.get_gradient_rule(prefix + op_type) is None
+            assert gradient_table.is_declared(prefix + op_type)
+            assert gradient_table.get_gradient_rule(prefix + op_type) is None
 
 
 def test_build_time_shape_and_dtype_errors_name_the_values():

@@ -323,9 +323,9 @@ def test_variables_made_in_a_tf_function_are_resource_variables_and_ordered():
 # -- placement ---------------------------------------------------------------------------
 def test_whatever_consumes_a_handle_is_placed_with_it():
     from nbcluster.kernels import load_all
-    from nbcluster.kernels.registry import has_kernel
     from nbcluster.master_worker.placement import place
     from nbcluster.ops import resource_variables as rv
+    from nbcluster.runtime.kernel_table import has_kernel
     load_all()
     devices = ["/job:w/replica:0/task:0/device:CPU:0", "/job:ps/replica:0/task:0/device:CPU:0"]
     with tf.device("/job:ps/task:0"):

@@ -107,7 +107,7 @@ def test_slots_are_colocated_and_named_as_tf():
         assert slot in tf.global_variables()
     # beta powers live with the first variable by name ("b" < "w").
     assert all(p.device == "/job:ps/task:0" for p in opt._get_beta_accumulators(w.graph))
-    updates = {op.name: op for op in w.graph._ops if op.type == "ApplyAdam"}
+    updates = {op.name: op for op in w.graph.get_operations() if op.type == "ApplyAdam"}
     assert updates["Adam/update_w/ApplyAdam"].device == "/job:ps/task:1"
     assert updates["Adam/update_b/ApplyAdam"].device == "/job:ps/task:0"
     assert [x.name for x in opt.variables()] == ["b/Adam:0", "b/Adam_1:0", "beta1_power:0",

@@ -14,6 +14,7 @@ import pytest
 
 import nbcluster as tf
 from nbcluster import errors
+from nbcluster.master_worker.task_counters import TaskCounters
 from nbcluster.proto import master_pb2
 from nbcluster.rpc.codec import chunked
 from nbcluster.rpc.grpc_transport import channels
@@ -29,9 +30,8 @@ MIB = 1 << 20
 class EchoWorker:
     """RunGraph echoes each send under the key asked for; RecvTensor returns `self.value`."""
 
-    bytes_received = 0
-
     def __init__(self) -> None:
+        self.counters = TaskCounters()
         self.value = None
 
     def run_graph(self, session, graph, step_id, sends, fetches, timeout, stats, graphs):

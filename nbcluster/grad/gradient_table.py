@@ -5,6 +5,10 @@ Rule: one entry per op type, added by `@register_gradient` or declared with
 `rule(op, *grads) -> list` with one entry per input of `op` (None where no
 gradient flows); `grads` holds one tensor per output of `op`, None for an
 output no gradient reaches (only ever for ops with several outputs).
+
+Units that are no op (a while loop's WhileContext, differentiated whole) have
+a table of their own, so a unit's rule, which calls `tf.gradients` again on
+the loop's body, is found by the builder without either importing the other.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from typing import Callable, Optional
 GradientRule = Callable  # (Operation, *grads) -> list of Tensor | None
 
 _RULES: dict[str, Optional[GradientRule]] = {}
+_UNIT_RULES: dict[str, GradientRule] = {}
 
 
 def register_gradient(op_type: str):
@@ -76,3 +81,31 @@ def get_gradient_rule(op_type: str) -> Optional[GradientRule]:
 def registered_gradients() -> dict:
     """A copy of the table: op type -> rule (None for NotDifferentiable)."""
     return dict(_RULES)
+
+
+def register_unit_gradient(unit_type: str):
+    """Decorator: `rule` builds the gradient of a unit of `unit_type` (a class of
+    op-like units, e.g. "WhileContext"; never an op type). Duplicates are refused.
+
+    Raises:
+      KeyError: a rule exists for `unit_type`.
+    """
+    def wrap(rule: GradientRule) -> GradientRule:
+        if unit_type in _UNIT_RULES:
+            raise KeyError(f"Gradient for unit type {unit_type!r} is already registered")
+        _UNIT_RULES[unit_type] = rule
+        return rule
+
+    return wrap
+
+
+def get_unit_gradient_rule(unit_type: str) -> GradientRule:
+    """The rule for units of `unit_type`.
+
+    Raises:
+      LookupError: nothing is registered for `unit_type`.
+    """
+    try:
+        return _UNIT_RULES[unit_type]
+    except KeyError:
+        raise LookupError(f"No gradient defined for unit type: {unit_type}") from None
