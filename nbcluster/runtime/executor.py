@@ -5,7 +5,10 @@ wiring) happens in `Executor.__init__`; `run` only moves values.
 Ready nodes run inline on the thread that made them ready. A thread wake
 costs about 0.1 ms on a small host, so a ready branch goes to the shared pool
 only when its kernel took long enough last step (`_SPAWN_MIN_S`) and fewer
-than `parallelism` chains of this step are active. A chain entering a
+than `parallelism` chains of this step are active, and only in a plan where
+two such kernels could run at once: when each needs the one before (a
+layer's forward and backward MatMuls), the whole run stays on the calling
+thread, which would only wait for a pool thread. A chain entering a
 blocking kernel (a remote Recv, dequeue) stops counting as active, so blocked
 branches never starve the rest. A Recv whose tensor lands in this step's
 rendezvous by itself (a same-task send, or a stream the worker opened) never
@@ -96,6 +99,7 @@ class Executor:
         self.remote_sends = any(node.op == "_Send" and not node.attrs.get("client_terminated")
                                 for node in self.nodes)
         self.timed = self.parallelism > 1
+        self._spread_seen: dict = {}  # costly nodes -> whether two of them are independent
 
     def run(self, ctx) -> Optional[list]:
         """Runs every node once; returns raw stats rows if `ctx.collect_stats`."""
@@ -105,7 +109,7 @@ class Executor:
         if held:
             ctx.rendezvous.hold()
         try:
-            if not self.any_blocking and (self.parallelism == 1 or self._costly() <= 1):
+            if not self.any_blocking and (self.parallelism == 1 or not self._spread_pays()):
                 values: list = [None] * len(self.nodes)
                 release = self.release_after
                 for i in range(len(self.nodes)):
@@ -122,9 +126,19 @@ class Executor:
             raise ctx.cancellation.error
         return stats
 
-    def _costly(self) -> int:
-        """How many kernels took long enough last step to be worth a thread."""
-        return sum(1 for c in self.cost if c >= _SPAWN_MIN_S)
+    def _spread_pays(self) -> bool:
+        """Whether two kernels that took long enough last step to be worth a thread
+        could run at once (neither needs the other). When every such kernel needs
+        the one before, a second thread would only wait: the run stays on this one."""
+        costly = tuple(i for i, c in enumerate(self.cost) if c >= _SPAWN_MIN_S)
+        if len(costly) < 2:
+            return False
+        pays = self._spread_seen.get(costly)
+        if pays is None:
+            if len(self._spread_seen) >= _SPREAD_MEMO:
+                self._spread_seen.clear()
+            pays = self._spread_seen[costly] = _any_independent(costly, self.successors)
+        return pays
 
     def _execute(self, i: int, values: list, ctx, stats) -> bool:
         if ctx.cancellation.error is not None:
@@ -309,6 +323,32 @@ class _StepRun:
 
 def _nothing() -> None:
     pass
+
+
+# Sets of costly nodes remembered per plan (they change when kernel times cross
+# _SPAWN_MIN_S); past this many costly nodes, independence is assumed unchecked.
+_SPREAD_MEMO = 16
+_SPREAD_CHECKED = 64
+
+
+def _any_independent(costly: tuple, successors: list) -> bool:
+    """Whether some two of `costly` are unordered: neither reaches the other along
+    `successors` (so a dataflow run could give each its own thread)."""
+    if len(costly) > _SPREAD_CHECKED:
+        return True
+    wanted = set(costly)
+    for i in costly:
+        reached, stack = set(), list(successors[i])
+        while stack:
+            j = stack.pop()
+            if j not in reached:
+                reached.add(j)
+                stack.extend(successors[j])
+        # In topological order, `i` reaches only later nodes: each later costly
+        # one must be reached, or the two are independent.
+        if any(j > i and j not in reached for j in wanted):
+            return True
+    return False
 
 
 # Kernels too cheap to be worth a thread hop: run on whichever thread is there.

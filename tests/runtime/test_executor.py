@@ -212,3 +212,57 @@ def test_executor_unfed_placeholder_is_invalid_argument():
         y = tf.identity(x)
     with pytest.raises(errors.InvalidArgumentError, match="want_feed"):
         _executor_for([y.op]).run(_context())
+
+
+def _costly(executor, prefix: str) -> list:
+    """Marks the nodes named `prefix`* as having taken a second last step."""
+    marked = [i for i, name in enumerate(executor.names) if name.startswith(prefix)]
+    for i in marked:
+        executor.cost[i] = 1.0
+    return marked
+
+
+def test_costly_kernels_in_one_chain_stay_on_the_calling_thread():
+    # The forward and backward MatMuls of a layer need each other's results:
+    # a pool thread would take each while this one only waits for it.
+    import threading
+    with tf.Graph().as_default():
+        x = first = tf.ones([64, 64])
+        for i in range(3):
+            x = tf.matmul(x, x, name=f"chain_mm{i}") * 1e-2
+        # Cheap nodes made ready beside the chain, as a weight's read feeds a MatMul
+        # and the update's other inputs.
+        side = tf.add_n([tf.identity(first) for _ in range(4)])
+        total = tf.reduce_sum(x) + tf.reduce_sum(side)
+    executor = _executor_for([total.op], parallelism=2)
+    executor.run(_context())
+    assert len(_costly(executor, "chain_mm")) == 3
+    rows = executor.run(_context(collect_stats=True))
+    assert {thread for *_, thread, _ in rows} == {threading.get_ident()}
+
+
+def test_independent_costly_kernels_still_get_threads():
+    import threading
+    with tf.Graph().as_default():
+        total = _two_heavy_branches()
+    executor = _executor_for([total.op], parallelism=2)
+    executor.run(_context())
+    assert len(_costly(executor, "branch")) == 6
+    main = threading.get_ident()
+    for _ in range(5):  # a chain may finish before the pool's thread starts the other
+        rows = executor.run(_context(collect_stats=True))
+        if any(thread != main for *_, thread, _ in rows):
+            break
+        _costly(executor, "branch")
+    else:
+        pytest.fail("two independent costly branches never left the calling thread")
+
+
+def test_any_independent_sees_unordered_pairs_only():
+    from nbcluster.runtime.executor import _any_independent
+    # 0 -> 1 -> 3, 0 -> 2 -> 3: 1 and 2 are unordered, 0 precedes all, 3 follows all.
+    successors = [(1, 2), (3,), (3,), ()]
+    assert _any_independent((1, 2), successors)
+    assert not _any_independent((0, 1, 3), successors)
+    assert not _any_independent((0, 3), successors)
+    assert _any_independent((0, 1, 2, 3), successors)
