@@ -1,13 +1,13 @@
 """Linear-algebra kernels on numpy (CPU) and cupy (GPU): MatMul, BatchMatMulV2.
 
 Rule: as in `kernels/math.py`, a kernel never writes to its inputs (a
-transpose is a view, an adjoint a new array) and numpy warnings are silenced.
+transpose is a view, an adjoint a new array).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from nbcluster.kernels.math import DEVICES, quiet
+from nbcluster.kernels.math import DEVICES
 from nbcluster.runtime.blas_width import WidthChooser
 from nbcluster.runtime.kernel_table import register_kernel
 
@@ -21,7 +21,7 @@ def _matmul(node, device):
         return (xp.matmul(a.T if ta else a, b.T if tb else b),)
 
     if xp is not np:
-        return quiet(xp, compute)
+        return compute
     # On the CPU, OpenBLAS's thread count is chosen per call (runtime/blas_width.py).
     width = WidthChooser()
 
@@ -32,7 +32,7 @@ def _matmul(node, device):
             return (width.call(lambda: np.matmul(a, b), macs),)
         return (np.matmul(a, b),)
 
-    return quiet(xp, compute_cpu)
+    return compute_cpu
 
 
 @register_kernel("BatchMatMulV2", *DEVICES)
@@ -47,4 +47,4 @@ def _batch_matmul(node, device):
     def compute(ctx, x, y):
         return (xp.matmul(adjoint(x) if adj_x else x, adjoint(y) if adj_y else y),)
 
-    return quiet(xp, compute)
+    return compute

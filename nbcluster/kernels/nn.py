@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from nbcluster.kernels.array import invalid, shape_str
-from nbcluster.kernels.math import DEVICES, quiet
+from nbcluster.kernels.math import DEVICES
 from nbcluster.runtime.kernel_table import register_kernel
 
 
@@ -38,7 +38,7 @@ def _sigmoid(node, device):
         positive = 1 / (1 + e)
         return (xp.asarray(xp.where(x >= 0, positive, e * positive), dtype=dtype),)
 
-    return quiet(xp, compute)
+    return compute
 
 
 def _log_softmax(xp, x):
@@ -56,7 +56,7 @@ def _softmax(node, device):
         e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
         return (xp.asarray(e / xp.sum(e, axis=-1, keepdims=True), dtype=dtype),)
 
-    return quiet(xp, compute)
+    return compute
 
 
 @register_kernel("LogSoftmax", *DEVICES)
@@ -67,7 +67,7 @@ def _log_softmax_kernel(node, device):
     def compute(ctx, x):
         return (xp.asarray(_log_softmax(xp, x.astype(work, copy=False)), dtype=dtype),)
 
-    return quiet(xp, compute)
+    return compute
 
 
 @register_kernel("SoftmaxCrossEntropyWithLogits", *DEVICES)
@@ -80,7 +80,7 @@ def _softmax_xent(node, device):
         backprop = xp.exp(log_probs) - labels
         return xp.asarray(loss, dtype=dtype), xp.asarray(backprop, dtype=dtype)
 
-    return quiet(xp, compute)
+    return compute
 
 
 # -- backward ops ----------------------------------------------------------------------
@@ -92,7 +92,7 @@ def _l2_loss(node, device):
         total = xp.sum(xp.square(t, dtype=xp.promote_types(t.dtype, np.float32)))
         return (xp.asarray(total / 2, dtype=dtype),)
 
-    return quiet(xp, compute)
+    return compute
 
 
 @register_kernel("ReluGrad", *DEVICES)
@@ -104,7 +104,7 @@ def _relu_grad(node, device):
         # and it costs a twentieth of xp.where on a 128x256 float32.
         return (xp.multiply(gradients, features > 0, dtype=dtype),)
 
-    return quiet(xp, compute)
+    return compute
 
 
 @register_kernel("SigmoidGrad", *DEVICES)
@@ -114,7 +114,7 @@ def _sigmoid_grad(node, device):
     def compute(ctx, y, dy):  # d sigmoid = y (1 - y)
         return (xp.asarray(dy * y * (1 - y), dtype=dtype),)
 
-    return quiet(xp, compute)
+    return compute
 
 
 @register_kernel("TanhGrad", *DEVICES)
@@ -124,7 +124,7 @@ def _tanh_grad(node, device):
     def compute(ctx, y, dy):  # d tanh = 1 - y^2
         return (xp.asarray(dy * (1 - y * y), dtype=dtype),)
 
-    return quiet(xp, compute)
+    return compute
 
 
 @register_kernel("ReciprocalGrad", *DEVICES)
@@ -134,7 +134,7 @@ def _reciprocal_grad(node, device):
     def compute(ctx, y, dy):  # d (1/x) = -y^2
         return (xp.asarray(-dy * y * y, dtype=dtype),)
 
-    return quiet(xp, compute)
+    return compute
 
 
 @register_kernel("SqrtGrad", *DEVICES)
@@ -144,7 +144,7 @@ def _sqrt_grad(node, device):
     def compute(ctx, y, dy):  # d sqrt = 1 / (2 y)
         return (xp.asarray(dy * 0.5 / y, dtype=dtype),)
 
-    return quiet(xp, compute)
+    return compute
 
 
 @register_kernel("RsqrtGrad", *DEVICES)
@@ -154,7 +154,7 @@ def _rsqrt_grad(node, device):
     def compute(ctx, y, dy):  # d x^(-1/2) = -y^3 / 2
         return (xp.asarray(dy * -0.5 * y * y * y, dtype=dtype),)
 
-    return quiet(xp, compute)
+    return compute
 
 
 @register_kernel("SparseSoftmaxCrossEntropyWithLogits", *DEVICES)
@@ -181,7 +181,7 @@ def _sparse_softmax_xent(node, device):
         backprop[rows, labels] -= 1
         return xp.asarray(loss, dtype=dtype), xp.asarray(backprop, dtype=dtype)
 
-    return quiet(xp, compute)
+    return compute
 
 
 # -- bias ------------------------------------------------------------------------------
@@ -209,7 +209,7 @@ def _bias_add(node, device):
             bias = bias.reshape((-1,) + (1,) * (value.ndim - axis - 1))
         return (xp.add(value, bias),)
 
-    return quiet(xp, compute)
+    return compute
 
 
 @register_kernel("BiasAddGrad", *DEVICES)
@@ -225,4 +225,4 @@ def _bias_add_grad(node, device):
         others = tuple(i for i in range(grad.ndim) if i != axis)
         return (xp.asarray(grad.sum(axis=others, dtype=grad.dtype)),)
 
-    return quiet(xp, compute)
+    return compute

@@ -17,7 +17,6 @@ import contextlib
 import numpy as np
 
 from nbcluster import errors
-from nbcluster.kernels.math import quiet
 from nbcluster.kernels.resource_variables import no_outputs
 from nbcluster.runtime.kernel_table import register_kernel
 
@@ -130,7 +129,7 @@ def _factory(op_type: str):
                     ref.write(xp.asarray(value, dtype=dtype))
             return (refs[0],)
 
-        return quiet(xp, compute)
+        return compute
 
     return factory
 
@@ -179,7 +178,7 @@ def _sparse_factory(op_type: str):
                 accum_ref.write(accum)
             return (var_ref,)
 
-        return quiet(xp, compute)
+        return compute
 
     return factory
 

@@ -149,7 +149,8 @@ class FrameExecutor:
         stats = [] if ctx.collect_stats else None
         ctx.step_state = {}   # TensorArrays and stacks of this step (kernels/control_flow_*)
         try:
-            _Run(self, ctx, stats).run()
+            with np.errstate(all="ignore"):  # for every kernel, as in Executor.run
+                _Run(self, ctx, stats).run()
         finally:  # tensors sent to peers, who fetch them (counted by the `_Send` kernels)
             ctx.remote_sent = ctx.step_state.get("remote_sent", 0)
         if ctx.cancellation.error is not None:
@@ -279,7 +280,8 @@ class _Run:
     def _run_async(self, i, frame, it, dead, kctx, args) -> None:
         outs = None
         try:
-            outs = self._call(i, kctx, args)
+            with np.errstate(all="ignore"):
+                outs = self._call(i, kctx, args)
         finally:
             self.done_q.put((i, frame, it, dead, outs))
 

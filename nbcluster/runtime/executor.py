@@ -4,7 +4,7 @@ Rule: all per-graph work (topological order, kernel construction, input
 wiring) happens in `Executor.__init__`; `run` only moves values.
 Ready nodes run inline on the thread that made them ready. A thread wake
 costs about 0.1 ms on a small host, so a ready branch goes to the shared pool
-only when its kernel took long enough last step (`_SPAWN_MIN_S`) and fewer
+only when its kernel takes long enough (`_SPAWN_MIN_S`, over recent steps) and fewer
 than `parallelism` chains of this step are active, and only in a plan where
 two such kernels could run at once: when each needs the one before (a
 layer's forward and backward MatMuls), the whole run stays on the calling
@@ -20,6 +20,8 @@ import collections
 import threading
 import time
 from typing import Optional
+
+import numpy as np
 
 from nbcluster import errors
 from nbcluster.framework.node import Node, parse_input
@@ -48,8 +50,9 @@ class Executor:
         # A feed's _Recv only reads a value already there: cheap, never blocking.
         feeds = [n.op == "_Recv" and bool(n.attrs.get("client_terminated")) for n in self.nodes]
         self.cheap = [node.op in _CHEAP or fed for node, fed in zip(self.nodes, feeds)]
-        # Seconds each kernel took when it last ran: 0 until then, so a first
-        # step runs inline and later ones spread only what is worth a thread.
+        # Seconds each kernel takes (its recent runs, as `_execute` smooths them):
+        # 0 until it ran, so a first step runs inline and later ones spread only
+        # what is worth a thread.
         self.cost = [0.0] * n
         succ: list = [set() for _ in range(n)]
         pending = [0] * n
@@ -109,16 +112,17 @@ class Executor:
         if held:
             ctx.rendezvous.hold()
         try:
-            if not self.any_blocking and (self.parallelism == 1 or not self._spread_pays()):
-                values: list = [None] * len(self.nodes)
-                release = self.release_after
-                for i in range(len(self.nodes)):
-                    if not self._execute(i, values, ctx, stats):
-                        break
-                    for src in release[i]:
-                        values[src] = None
-            else:
-                _StepRun(self, ctx, stats, held).run()
+            with np.errstate(all="ignore"):  # every kernel's: TF's warn about nothing
+                if not self.any_blocking and (self.parallelism == 1 or not self._spread_pays()):
+                    values: list = [None] * len(self.nodes)
+                    release = self.release_after
+                    for i in range(len(self.nodes)):
+                        if not self._execute(i, values, ctx, stats):
+                            break
+                        for src in release[i]:
+                            values[src] = None
+                else:
+                    _StepRun(self, ctx, stats, held).run()
         finally:
             if held:
                 ctx.rendezvous.unhold()
@@ -155,7 +159,9 @@ class Executor:
             ctx.cancellation.cancel(as_op_error(e, self.names[i]))
             return False
         if self.timed and not self.blocking[i]:
-            self.cost[i] = time.perf_counter() - start
+            took, last = time.perf_counter() - start, self.cost[i]
+            # A preempted kernel looks slow once: a rise counts an eighth, a fall all.
+            self.cost[i] = took if took < last or not last else last + (took - last) * 0.125
         if stats is not None:
             stats.append((i, wall, time.time(), threading.get_ident(), values[i]))
         return True
@@ -222,7 +228,11 @@ class _StepRun:
         while self.ready and self.active < self.plan.parallelism:
             self.active += 1
             self.outstanding += 1
-            _POOL.submit(self._chain, self.ready.popleft())
+            _POOL.submit(self._pool_chain, self.ready.popleft())
+
+    def _pool_chain(self, i: Optional[int], wait_first: bool = False) -> None:
+        with np.errstate(all="ignore"):  # a pool thread has numpy's defaults
+            self._chain(i, wait_first)
 
     def _chain(self, i: Optional[int], wait_first: bool = False) -> None:
         if wait_first:
@@ -261,7 +271,7 @@ class _StepRun:
                 self.waiter = True
                 self.outstanding += 1
         if waiter:
-            _POOL.submit(self._chain, None, True)
+            _POOL.submit(self._pool_chain, None, True)
         self.flush()
         try:
             return plan._execute(i, self.values, self.ctx, self.stats)
