@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from nbcluster.kernels.math import DEVICES
+from nbcluster.runtime import row_split
 from nbcluster.runtime.blas_width import WidthChooser
 from nbcluster.runtime.kernel_table import register_kernel
 
@@ -29,7 +30,9 @@ def _matmul(node, device):
         a, b = a.T if ta else a, b.T if tb else b
         if a.ndim == 2 and b.ndim == 2:
             macs = a.shape[0] * a.shape[1] * b.shape[1]
-            return (width.call(lambda: np.matmul(a, b), macs),)
+            split = (lambda threads: row_split.matmul(a, b, threads)) \
+                if row_split.splittable(a, b) else None
+            return (width.call(lambda: np.matmul(a, b), macs, split),)
         return (np.matmul(a, b),)
 
     return compute_cpu

@@ -1,23 +1,26 @@
-"""How many BLAS threads one large MatMul call gets: the process's math threads, or
-one when that is faster on this host now. Each MatMul node keeps its own timings.
+"""How wide one large MatMul call runs: on one BLAS thread, on the process's BLAS
+threads, or in blocks on our own threads (`row_split`), whichever is fastest on
+this host now. Each MatMul node keeps its own timings.
 
-Rule: only the thread count of the same BLAS routine changes, so results
-differ at most in rounding (the sums' order), as between any two BLAS
-thread counts; a call at one thread puts the pool back to the
-count it found before it returns, so threadpoolctl reports the rule of
-`runtime/math_threads.py` between calls.
+Rule: only the thread count of the same BLAS routine changes (or the size of
+the blocks it runs on), so results differ at most in rounding (the sums'
+order), as between any two BLAS thread counts; a call at one thread puts the
+pool back to the count it found before it returns, so threadpoolctl reports
+the rule of `runtime/math_threads.py` between calls.
 
 Why: OpenBLAS splits a call evenly over its threads and waits for all of them.
 On a loaded small host the other core is often busy with other processes, the
 helper thread is not scheduled, and a 128x784 @ 784x256 MatMul that takes 1.1 ms
 on one thread takes 8-16 ms on two (measured on a 2-vCPU VM shared by other
-jobs); idle, two threads take half the time of one. Neither count wins always,
-so a node times its calls per multiply-add at both widths (a moving average)
-and uses the faster, trying the other again after a number of calls that
-doubles each time it loses (32 up to 4096). The costs are lopsided (a
-collapsed wide call costs ten narrow ones, a narrow call at most two wide
-ones), so a node starts at one thread and goes wide only while that is 20%
-faster; a wide call that collapses sends it back at once.
+jobs); idle, two threads take half the time of one. Our own blocks never
+collapse like that (the caller takes whatever blocks no helper took) but pay
+a helper's wake-up, so they win between the two. None wins always, so a node
+times its calls per multiply-add each way (a moving average) and uses the
+fastest, trying another again after a number of calls that doubles each time
+the choice stays (32 up to 4096). The costs are lopsided (a collapsed wide
+call costs ten narrow ones, a narrow call at most two wide ones), so a node
+starts at one thread and goes wide only while that is 20% faster; a wide call
+that collapses sends it back at once.
 """
 from __future__ import annotations
 
@@ -84,45 +87,64 @@ def _find_setters() -> list:
 _BLAS = _Blas()
 
 
+# The ways a call can run: one BLAS thread; the process's BLAS threads
+# (OpenBLAS's own pool); blocks on our own threads, one BLAS thread each.
+NARROW, WIDE, SPLIT = 0, 1, 2
+
+
 class WidthChooser:
-    """One MatMul node's choice between the process's BLAS threads and one."""
+    """One MatMul node's choice of how wide its calls run (NARROW, WIDE or SPLIT)."""
 
     def __init__(self) -> None:
-        self.narrow = True  # the width in use: False = the process's threads, True = 1
-        self.cost = [0.0, 0.0]  # seconds per multiply-add at [wide, narrow]; 0: unmeasured
+        self.way = NARROW  # the way in use
+        self.cost = [0.0, 0.0, 0.0]  # seconds per multiply-add, per way; 0: unmeasured
         self.calls = 0
         self.probe_after = _FIRST_PROBE
+        self._turn = 0  # which other way the next probe tries
 
-    def call(self, fn, macs: int):
-        """fn() at the width chosen for this call."""
-        wide = math_threads.current_threads()
-        if wide <= 1 or macs < MIN_MACS:
+    def call(self, fn, macs: int, split=None):
+        """fn() at the width chosen for this call; or split(threads) when given and
+        chosen: our own threads, each with a one-thread BLAS (`row_split`)."""
+        threads = math_threads.current_threads()
+        if threads <= 1 or macs < MIN_MACS:
             return fn()
         self.calls += 1
-        probing = self.calls >= self.probe_after or not self.cost[not self.narrow]
-        narrow = (not self.narrow) if probing else self.narrow
-        if narrow:
+        ways = (NARROW, WIDE, SPLIT) if split is not None else (NARROW, WIDE)
+        way, probing = self._pick(ways)
+        if way != WIDE:
             _BLAS.enter()
         start = _clock()
         try:
-            return fn()
+            return split(threads) if way == SPLIT else fn()
         finally:
             took = (_clock() - start) / macs
-            if narrow:
+            if way != WIDE:
                 _BLAS.leave()
-            self._learn(narrow, took, probing)
+            self._learn(ways, way, took, probing)
 
-    def _learn(self, narrow: bool, took: float, probing: bool) -> None:
-        old = self.cost[narrow]
-        self.cost[narrow] = took if not old else old + _ALPHA * (took - old)
+    def _pick(self, ways: tuple):
+        """The way of this call, and whether it is a probe of another than the one in use."""
+        others = [w for w in ways if w != self.way]
+        unmeasured = [w for w in others if not self.cost[w]]
+        if unmeasured:
+            return unmeasured[0], True
+        if self.calls >= self.probe_after:
+            self._turn += 1
+            return others[self._turn % len(others)], True
+        return self.way, False
+
+    def _learn(self, ways: tuple, way: int, took: float, probing: bool) -> None:
+        old = self.cost[way]
+        self.cost[way] = took if not old else old + _ALPHA * (took - old)
         if probing:
             self.calls = 0
-        wide, narrow = self.cost
-        if not (wide and narrow):
+        if not all(self.cost[w] for w in ways):
             return
-        want_narrow = not wide < _WIDE_GAIN * narrow
-        if want_narrow != self.narrow:
-            self.narrow = want_narrow
+        narrow = self.cost[NARROW]
+        fastest = min((w for w in ways if w != NARROW), key=lambda w: self.cost[w])
+        best = fastest if self.cost[fastest] < _WIDE_GAIN * narrow else NARROW
+        if best != self.way:
+            self.way = best
             self.probe_after = _FIRST_PROBE
         elif probing:
             self.probe_after = min(_MAX_PROBE, self.probe_after * 2)

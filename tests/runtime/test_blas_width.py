@@ -45,7 +45,7 @@ def test_the_narrow_width_wins_when_two_threads_are_slower(two_wide):
     for _ in range(200):
         chooser.call(_timed(two_wide, 10.0, 1.0, seen), BIG)
         assert _blas_threads() == [2]  # put back after every call
-    assert chooser.narrow
+    assert chooser.way == blas_width.NARROW
     tail = seen[-100:]
     # Once it knows, the slow width is only tried again now and then (backing off).
     assert tail.count(2) <= 2 and tail.count(1) >= 98
@@ -55,21 +55,21 @@ def test_the_wide_width_stays_when_it_is_faster_and_a_change_of_load_is_followed
     chooser, seen = blas_width.WidthChooser(), []
     for _ in range(100):
         chooser.call(_timed(two_wide, 1.0, 2.0, seen), BIG)
-    assert not chooser.narrow and seen[-50:].count(2) >= 48
+    assert chooser.way == blas_width.WIDE and seen[-50:].count(2) >= 48
     for _ in range(100):  # the host got busy: two threads now take 10x longer
         chooser.call(_timed(two_wide, 20.0, 2.0, seen), BIG)
-    assert chooser.narrow and seen[-50:].count(1) >= 48
+    assert chooser.way == blas_width.NARROW and seen[-50:].count(1) >= 48
 
 
 def test_small_calls_and_one_thread_processes_are_left_alone(two_wide, monkeypatch):
     chooser, seen = blas_width.WidthChooser(), []
     for _ in range(20):
         chooser.call(_timed(two_wide, 10.0, 1.0, seen), BIG - 1)
-    assert set(seen) == {2} and chooser.cost == [0.0, 0.0]
+    assert set(seen) == {2} and chooser.cost == [0.0, 0.0, 0.0]
     monkeypatch.setattr(math_threads, "current_threads", lambda: 1)
     for _ in range(20):
         chooser.call(_timed(two_wide, 10.0, 1.0, seen), BIG)
-    assert set(seen) == {2} and chooser.cost == [0.0, 0.0]
+    assert set(seen) == {2} and chooser.cost == [0.0, 0.0, 0.0]
 
 
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
@@ -96,7 +96,7 @@ def test_overlapping_narrow_calls_put_the_pool_back_once_the_last_ends(two_wide)
         release.wait(10)
 
     chooser = blas_width.WidthChooser()
-    chooser.narrow, chooser.cost = True, [10.0, 1.0]
+    chooser.way, chooser.cost = blas_width.NARROW, [1.0, 10.0, 0.0]
     threads = [threading.Thread(target=chooser.call, args=(held, BIG)) for _ in range(2)]
     for t in threads:
         t.start()
@@ -106,3 +106,31 @@ def test_overlapping_narrow_calls_put_the_pool_back_once_the_last_ends(two_wide)
     for t in threads:
         t.join(10)
     assert _blas_threads() == [2]
+
+
+def _split_timed(now, split_s: float, seen: list):
+    """A split call: `split_s` of the test's clock, under a one-thread BLAS."""
+    def split(threads):
+        seen.append(("split", _blas_threads()[0], threads))
+        now[0] += split_s
+        return "split"
+    return split
+
+
+def test_our_split_wins_when_it_is_fastest_and_runs_blas_narrow(two_wide):
+    chooser, seen = blas_width.WidthChooser(), []
+    for _ in range(200):
+        chooser.call(_timed(two_wide, 4.0, 2.0, seen), BIG, _split_timed(two_wide, 1.0, seen))
+        assert _blas_threads() == [2]
+    assert chooser.way == blas_width.SPLIT
+    splits = [s for s in seen if isinstance(s, tuple)]
+    assert splits and all(blas == 1 and threads == 2 for _, blas, threads in splits)
+    assert seen[-100:].count(("split", 1, 2)) >= 97  # the others only as rare probes
+
+
+def test_a_slow_split_leaves_the_choice_to_the_blas_widths(two_wide):
+    chooser, seen = blas_width.WidthChooser(), []
+    for _ in range(200):
+        chooser.call(_timed(two_wide, 1.0, 2.0, seen), BIG, _split_timed(two_wide, 30.0, seen))
+    assert chooser.way == blas_width.WIDE
+    assert seen[-100:].count(2) >= 97
