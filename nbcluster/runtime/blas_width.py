@@ -1,6 +1,7 @@
-"""How wide one large MatMul call runs: on one BLAS thread, on the process's BLAS
-threads, or in blocks on our own threads (`row_split`), whichever is fastest on
-this host now. Each MatMul node keeps its own timings.
+"""How wide one large MatMul call runs: on one BLAS thread, or in blocks on our own
+threads (`row_split`), or, where a call cannot be split, on the process's BLAS
+threads: whichever is fastest on this host now. Each MatMul node keeps its own
+timings.
 
 Rule: only the thread count of the same BLAS routine changes (or the size of
 the blocks it runs on), so results differ at most in rounding (the sums'
@@ -13,8 +14,11 @@ On a loaded small host the other core is often busy with other processes, the
 helper thread is not scheduled, and a 128x784 @ 784x256 MatMul that takes 1.1 ms
 on one thread takes 8-16 ms on two (measured on a 2-vCPU VM shared by other
 jobs); idle, two threads take half the time of one. Our own blocks never
-collapse like that (the caller takes whatever blocks no helper took) but pay
-a helper's wake-up, so they win between the two. None wins always, so a node
+collapse like that (the caller takes whatever blocks no helper took) and pay
+only a helper's wake-up, so a call that can be split never goes to OpenBLAS's
+pool: in a fresh process's first 100 steps its probes alone cost more than
+its wins (median 650 against 430 steps/s, 1-layer MLP, loaded 2-vCPU VM).
+Neither one thread nor a split wins always, so a node
 times its calls per multiply-add each way (a moving average) and uses the
 fastest, trying another again after a number of calls that doubles each time
 the choice stays (32 up to 4096). The costs are lopsided (a collapsed wide
@@ -93,7 +97,7 @@ NARROW, WIDE, SPLIT = 0, 1, 2
 
 
 class WidthChooser:
-    """One MatMul node's choice of how wide its calls run (NARROW, WIDE or SPLIT)."""
+    """One MatMul node's choice of how wide its calls run: NARROW or SPLIT, else WIDE."""
 
     def __init__(self) -> None:
         self.way = NARROW  # the way in use
@@ -109,7 +113,9 @@ class WidthChooser:
         if threads <= 1 or macs < MIN_MACS:
             return fn()
         self.calls += 1
-        ways = (NARROW, WIDE, SPLIT) if split is not None else (NARROW, WIDE)
+        # OpenBLAS's own wide call only where ours cannot split: its probes alone,
+        # collapsing at 10-50 ms on a loaded host, cost more than it ever saved.
+        ways = (NARROW, SPLIT) if split is not None else (NARROW, WIDE)
         way, probing = self._pick(ways)
         if way != WIDE:
             _BLAS.enter()
