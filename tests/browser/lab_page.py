@@ -89,7 +89,7 @@ def notebook_page(browser, lab: dict, name: str, viewport=(1400, 1000)):
     page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
     page.set_default_timeout(60_000)
     page_errors: list = []
-    page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+    page.on("pageerror", lambda exc: page_errors.append(_with_origin(exc)))
     # A workspace of its own: the server keeps workspaces, and a restored one would bring
     # back an earlier test's notebook as the current widget.
     workspace = "".join(ch if ch.isalnum() else "-" for ch in name)
@@ -124,6 +124,13 @@ def run_command(page, command: str, timeout_s: float, active: int | None = None)
 def cell_report(page) -> list:
     """Per code cell: index, execution count, source head, error outputs, output mimetypes."""
     return page.evaluate(CELLS_JS)
+
+
+def _with_origin(exc) -> str:
+    """An uncaught page exception with the frames it came from, so a failure names its
+    source (ours under labextension/, or JupyterLab's) without a rerun."""
+    frames = [line.strip() for line in (exc.stack or "").splitlines()[1:4]]
+    return f"{exc} [{'; '.join(frames)}]" if frames else str(exc)
 
 
 def problems(page, page_errors: list, ran_before: int | None = None) -> list:
