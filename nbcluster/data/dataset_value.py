@@ -52,7 +52,7 @@ def batched(shape: TensorShape, rows: Optional[int]) -> TensorShape:
         else TensorShape(None)
 
 
-class DatasetValue:
+class DatasetValue(structure.ElementSpecAttrs):
     """What a dataset is: the DT_VARIANT tensor of its last op and the structure of
     TensorSpecs of one element (data/dataset.py's Dataset adds the methods).
 
@@ -64,14 +64,6 @@ class DatasetValue:
     def __init__(self, variant: Tensor, element_spec) -> None:
         self._variant = variant
         self._element_spec = element_spec
-
-    element_spec = property(lambda self: self._element_spec)
-    output_types = property(lambda self: structure.with_leaves(self._element_spec,
-                                                               lambda s: s.dtype))
-    output_shapes = property(lambda self: structure.with_leaves(self._element_spec,
-                                                                lambda s: s.shape))
-    output_classes = property(lambda self: structure.with_leaves(self._element_spec,
-                                                                 lambda s: Tensor))
 
     def _as_variant_tensor(self) -> Tensor:
         return self._variant

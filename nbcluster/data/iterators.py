@@ -21,7 +21,7 @@ from nbcluster.framework.operation import Operation, Tensor
 from nbcluster.framework.tensor_shape import TensorShape
 
 
-class Iterator:
+class Iterator(structure.ElementSpecAttrs):
     """Reads a dataset's elements, one `get_next()` op per read.
 
     Args:
@@ -35,14 +35,6 @@ class Iterator:
         self._resource = iterator_resource
         self._initializer = initializer
         self._element_spec = element_spec
-
-    element_spec = property(lambda self: self._element_spec)
-    output_types = property(lambda self: structure.with_leaves(self._element_spec,
-                                                               lambda s: s.dtype))
-    output_shapes = property(lambda self: structure.with_leaves(self._element_spec,
-                                                                lambda s: s.shape))
-    output_classes = property(lambda self: structure.with_leaves(self._element_spec,
-                                                                 lambda s: Tensor))
 
     @property
     def initializer(self) -> Operation:

@@ -11,12 +11,23 @@ from __future__ import annotations
 import numpy as np
 
 from nbcluster.framework.constant import convert_to_tensor
+from nbcluster.framework.operation import Tensor
 from nbcluster.framework.tensor_shape import TensorShape
 from nbcluster.function.structure import TensorSpec, flatten, pack_as
 
 __all__ = ["TensorSpec", "flatten", "pack_as", "to_tensors", "spec_of", "dtypes_of",
            "shapes_of", "with_leaves", "same_structure", "merged_shapes", "flatten_element",
-           "shape_leaves", "nested_map"]
+           "shape_leaves", "nested_map", "ElementSpecAttrs"]
+
+
+class ElementSpecAttrs:
+    """`element_spec` and TF1's `output_types` / `output_shapes` / `output_classes`, from
+    `_element_spec`: what a dataset and an iterator both answer."""
+
+    element_spec = property(lambda self: self._element_spec)
+    output_types = property(lambda self: with_leaves(self._element_spec, lambda s: s.dtype))
+    output_shapes = property(lambda self: with_leaves(self._element_spec, lambda s: s.shape))
+    output_classes = property(lambda self: with_leaves(self._element_spec, lambda s: Tensor))
 
 
 def to_tensors(value, what: str, graph=None):
