@@ -5,34 +5,11 @@ import os
 import signal
 import time
 
+# Whether a pid runs (a zombie, or a main thread gone while others run, counts as not):
+# the same rule the sidebar's stop waits by, so tests and it agree on "gone".
+from nbcluster.launch.records import alive
 
-def alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie waiting for its reaper counts as gone).
-
-    A main thread that has exited shows "Z" while the process's other threads still
-    run (a server shutting down): the process is gone only once every thread is,
-    which is also when its parent can reap it."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] != "Z":
-                return True
-        return any(_thread_runs(pid, tid) for tid in os.listdir(f"/proc/{pid}/task"))
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc here: existence is all we can ask
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
-
-def _thread_runs(pid: int, tid: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/task/{tid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (FileNotFoundError, ProcessLookupError):
-        return False
+__all__ = ["alive", "wait_gone", "kill_pids", "error_lines", "process_table"]
 
 
 def wait_gone(pids, timeout: float = 15.0) -> list:

@@ -174,7 +174,12 @@ def remove(cluster) -> None:
 
 
 def alive(pid: int) -> bool:
-    """Whether process `pid` runs here (a zombie, killed but not yet reaped, does not)."""
+    """Whether process `pid` runs here (a zombie, killed but not yet reaped, does not).
+
+    A main thread that has exited shows "Z" while the process's other threads still
+    run (a server shutting down): the process is gone only once every thread is,
+    which is also when its parent can reap it and see its exit status.
+    """
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -183,9 +188,25 @@ def alive(pid: int) -> bool:
         return True  # someone else's process: it exists
     try:
         stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
     except OSError:
         return True  # no /proc (macOS): kill(0) is all we know
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+    if stat.rsplit(")", 1)[-1].split()[0] != "Z":
+        return True
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    return any(_thread_runs(pid, tid) for tid in threads)
+
+
+def _thread_runs(pid: int, tid: str) -> bool:
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
 
 
 def running() -> list:

@@ -137,3 +137,35 @@ def test_unwritable_runtime_dir_logs_a_warning_and_the_cluster_starts(tmp_path, 
             assert records.running() == []
     assert "could not write the record of cluster 'nowhere'" in caplog.text
     assert blocker.read_text() == ""
+
+
+_MAIN_THREAD_GONE = """
+import ctypes, os, sys, threading, time
+def last():
+    time.sleep(0.5)  # the main thread is gone by now
+    print("main gone", flush=True)
+    sys.stdin.readline()  # until the test says
+    os._exit(0)
+threading.Thread(target=last).start()
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs Linux's /proc")
+def test_a_process_whose_main_thread_ended_runs_while_another_thread_does():
+    # a server shutting down shows its main thread as a zombie while its other threads
+    # finish: it is still running (the sidebar's stop waited for it by this rule)
+    proc = subprocess.Popen([sys.executable, "-c", _MAIN_THREAD_GONE], text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline().strip() == "main gone"
+        stat = open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        assert stat == "Z"  # what the old rule read as gone
+        assert records.alive(proc.pid)
+        proc.stdin.write("end\n")
+        proc.stdin.flush()
+        assert proc.wait(timeout=30) == 0
+        assert not records.alive(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
