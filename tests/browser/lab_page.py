@@ -133,12 +133,27 @@ def _with_origin(exc) -> str:
     return f"{exc} [{'; '.join(frames)}]" if frames else str(exc)
 
 
+# ipywidgets 8.1's Box view (HBox/VBox) creates each child view asynchronously and, when one
+# is ready, reads its panel's `widgets`; a box whose output was replaced meanwhile (a
+# dashboard's snapshot, a re-run cell) has no layout left, so the late child throws there.
+# The box is already off the page and nothing shown is wrong; the frames say it is that
+# code (jupyterlab-manager's bundle), never ours.
+_IPYWIDGETS_BOX_RACE = ("Cannot read properties of null (reading 'widgets')",
+                        "@jupyter-widgets/jupyterlab-manager/static/")
+
+
+def _upstream_box_race(error: str) -> bool:
+    message, _, frames = error.partition(" [")
+    return message == _IPYWIDGETS_BOX_RACE[0] and _IPYWIDGETS_BOX_RACE[1] in frames \
+        and "nbcluster" not in frames
+
+
 def problems(page, page_errors: list, ran_before: int | None = None) -> list:
     """Everything that says the run or the rendering went wrong, as readable lines.
 
     Cells from index `ran_before` on need not have run yet (None: every cell must have).
     """
-    found = [f"pageerror: {e}" for e in page_errors]
+    found = [f"pageerror: {e}" for e in page_errors if not _upstream_box_race(e)]
     for cell in cell_report(page):
         due = ran_before is None or cell["index"] < ran_before
         if cell["count"] is None and due:

@@ -64,6 +64,7 @@ class ClusterBuilder(snapshot.Snapshotted, widgets.VBox):
         self._design.timeout = float(timeout)
         self._status: Optional[widgets.Widget] = None
         self._jobs = widgets.VBox()
+        self._panels: dict = {}  # id(JobDesign) -> (its task count, its panel)
         self._message = widgets.HTML()
         self._progress = start_progress(timeout)
         self._status_box = widgets.VBox()
@@ -104,10 +105,19 @@ class ClusterBuilder(snapshot.Snapshotted, widgets.VBox):
             self._refresh()
 
     def _render_jobs(self) -> None:
-        old = self._jobs.children
-        self._jobs.children = [job_panel(job, self._edit, self._remove_clicked)
-                               for job in self._design.jobs]
-        for panel in old:
+        # A job whose task count is unchanged keeps its panel: the page builds a box's
+        # children asynchronously, and a box replaced meanwhile failed there
+        # ("Cannot read properties of null (reading 'widgets')" in ipywidgets' Box view).
+        old, self._panels = self._panels, {}
+        for job in self._design.jobs:
+            kept = old.get(id(job))
+            if kept is not None and kept[0] == job.tasks:
+                del old[id(job)]
+            else:
+                kept = (job.tasks, job_panel(job, self._edit, self._remove_clicked))
+            self._panels[id(job)] = kept
+        self._jobs.children = [self._panels[id(job)][1] for job in self._design.jobs]
+        for _, panel in old.values():  # removed jobs', and resized jobs' old panels
             close_all(panel)
         self._refresh()
 

@@ -49,6 +49,21 @@ def test_add_and_remove_jobs_update_the_controls_and_the_cell(builder):
         builder.remove_job("worker")
 
 
+def test_panels_of_unchanged_jobs_are_kept_and_only_replaced_ones_closed(builder):
+    # the page builds a box's children asynchronously: a box replaced meanwhile broke
+    # ipywidgets' Box view, so a job keeps its panel until its task count changes
+    ps, worker = builder._jobs.children
+    builder.add_job("chief", tasks=1)
+    assert builder._jobs.children[:2] == (ps, worker)
+    tasks = _find(worker, widgets.BoundedIntText, description="tasks")[0]
+    tasks.value = 3
+    assert builder._jobs.children[0] is ps and builder._jobs.children[1] is not worker
+    assert worker.comm is None and ps.comm is not None  # the old panel was closed
+    assert len(_find(builder._jobs.children[1], widgets.Text, description="GPUs")) == 3
+    builder.remove_job("ps")
+    assert ps.comm is None and builder._jobs.children[0].comm is not None
+
+
 @pytest.mark.parametrize("args, words", [(("bad name",), "bad job name 'bad name'"),
                                          (("w", 0), "task count must be &gt;= 1, not 0"),
                                          (("ps",), "job 'ps' is already in the design"),
