@@ -10,9 +10,9 @@ from nbcluster.rpc.grpc_transport import channels
 from nbcluster.rpc.grpc_transport.calls import calling
 from nbcluster.rpc.grpc_transport.master_service import RUN_STEP_REQUEST, RUN_STEP_RESPONSE, SERVICE
 from nbcluster.rpc.grpc_transport.streaming import TensorStub
+from nbcluster.rpc.grpc_transport.worker_control import STEP_TIMEOUT
 
 _CONTROL_TIMEOUT = 60.0
-_STEP_TIMEOUT = 24 * 3600.0  # a step may block on a queue for as long as it likes
 
 
 class GrpcMasterClient:
@@ -69,7 +69,7 @@ class GrpcMasterClient:
     def _hand_over(self, timeout: float):
         from nbcluster.rpc.grpc_transport.tensorflow_master_client import TensorFlowMasterClient
         tf = self._tensorflow = TensorFlowMasterClient(self.address, timeout,
-                                                       self._timeout(_STEP_TIMEOUT))
+                                                       self._timeout(STEP_TIMEOUT))
         for name in ("extend_session", "run_step", "close_session", "list_devices", "reset"):
             setattr(self, name, getattr(tf, name))
         return tf
@@ -89,7 +89,7 @@ class GrpcMasterClient:
     def run_step_request(self, handle: str, fetches: list, targets: list, options) -> tuple:
         """(RunStepRequest without its feeds, the call's timeout in seconds)."""
         req = master_pb2.RunStepRequest(session_handle=handle, fetch=fetches, target=targets)
-        timeout = self._timeout(_STEP_TIMEOUT)
+        timeout = self._timeout(STEP_TIMEOUT)
         if options is not None:
             req.options.CopyFrom(options)
             if options.timeout_in_ms > 0:

@@ -25,12 +25,14 @@ from nbcluster.proto import master_pb2
 from nbcluster.rpc.codec import messages
 from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport.handlers import proto_handler, unary
-from nbcluster.rpc.grpc_transport.master_service import session_methods
+from nbcluster.rpc.grpc_transport.master_service import (
+    RUN_STEP_REQUEST,
+    RUN_STEP_RESPONSE,
+    session_methods,
+)
 from nbcluster.rpc.serving import serve_run_step
 
 SERVICE = "tensorflow.MasterService"
-_RUN_STEP_REQUEST = Layout(master_pb2.RunStepRequest, 2)          # feed = 2
-_RUN_STEP_RESPONSE = Layout(master_pb2.RunStepResponse, 1)        # tensor = 1
 _RUN_CALLABLE_REQUEST = Layout(master_pb2.RunCallableRequest, 3, named=False)    # feed = 3
 _RUN_CALLABLE_RESPONSE = Layout(master_pb2.RunCallableResponse, 1, named=False)  # fetch = 1
 
@@ -103,7 +105,7 @@ def tensorflow_master_handler(master) -> grpc.GenericRpcHandler:
             return master_pb2.RunStepResponse(status_code=e.error_code,
                                               status_error_message=e.message
                                               ).SerializeToString()
-        return messages.encode(response, _RUN_STEP_RESPONSE, tensors)
+        return messages.encode(response, RUN_STEP_RESPONSE, tensors)
 
     def make_callable(req, context):
         master.list_devices(req.session_handle)  # NotFound for an unknown session, as TF
@@ -143,7 +145,7 @@ def tensorflow_master_handler(master) -> grpc.GenericRpcHandler:
     return grpc.method_handlers_generic_handler(SERVICE, {
         **session_methods(master, on_close=callables.forget_session, on_reset=callables.clear),
         "PartialRunSetup": proto_handler(partial_run_setup, master_pb2.PartialRunSetupRequest),
-        "RunStep": tensors(run_step, _RUN_STEP_REQUEST),
+        "RunStep": tensors(run_step, RUN_STEP_REQUEST),
         "MakeCallable": proto_handler(make_callable, master_pb2.MakeCallableRequest),
         "RunCallable": tensors(run_callable, _RUN_CALLABLE_REQUEST),
         "ReleaseCallable": proto_handler(release_callable, master_pb2.ReleaseCallableRequest),

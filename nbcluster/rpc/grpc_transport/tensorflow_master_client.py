@@ -14,14 +14,11 @@ from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_to_proto
 from nbcluster.proto import master_pb2, tensorflow_services_pb2_grpc
 from nbcluster.rpc.codec import messages
-from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport import channels
 from nbcluster.rpc.grpc_transport.calls import calling
+from nbcluster.rpc.grpc_transport.master_service import RUN_STEP_REQUEST, RUN_STEP_RESPONSE
 from nbcluster.rpc.grpc_transport.status import remote_error
 from nbcluster.rpc.grpc_transport.tensorflow_master import SERVICE
-
-_RUN_STEP_REQUEST = Layout(master_pb2.RunStepRequest, 2)
-_RUN_STEP_RESPONSE = Layout(master_pb2.RunStepResponse, 1)
 
 
 class TensorFlowMasterClient:
@@ -48,7 +45,7 @@ class TensorFlowMasterClient:
         self._reset = stub.Reset
         self._run = channel.unary_unary(
             f"/{SERVICE}/RunStep",
-            request_serializer=lambda r: messages.encode(r[0], _RUN_STEP_REQUEST, r[1]))
+            request_serializer=lambda r: messages.encode(r[0], RUN_STEP_REQUEST, r[1]))
 
     def _call(self, stub, request, timeout: float):
         with calling(self._peer):
@@ -76,7 +73,7 @@ class TensorFlowMasterClient:
                 timeout = options.timeout_in_ms / 1000.0 + 5.0
         with calling(self._peer):
             data = self._run((req, list(feeds.items())), timeout=timeout)
-        response, tensors = messages.decode(data, _RUN_STEP_RESPONSE)
+        response, tensors = messages.decode(data, RUN_STEP_RESPONSE)
         if response.status_code:
             raise remote_error(response.status_code, response.status_error_message, None,
                                self._peer)

@@ -26,14 +26,16 @@ from nbcluster.rpc.codec import messages
 from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport import status
 from nbcluster.rpc.grpc_transport.handlers import proto_handler, timeout_of, unary
-from nbcluster.rpc.grpc_transport.worker_service import session_methods
-from nbcluster.rpc.serving import serve_recv_tensor
+from nbcluster.rpc.grpc_transport.worker_service import (
+    RECV_TENSOR_REQUEST,
+    RECV_TENSOR_RESPONSE,
+    RUN_GRAPH_REQUEST,
+    RUN_GRAPH_RESPONSE,
+    session_methods,
+)
+from nbcluster.rpc.serving import serve_recv_tensor, serve_run_graph
 
 SERVICE = "tensorflow.WorkerService"
-_RECV_TENSOR_REQUEST = Layout(worker_pb2.RecvTensorRequest, None)
-_RECV_TENSOR_RESPONSE = Layout(worker_pb2.RecvTensorResponse, 1, named=False)  # tensor = 1
-_RUN_GRAPH_REQUEST = Layout(worker_pb2.RunGraphRequest, 3)                     # send = 3
-_RUN_GRAPH_RESPONSE = Layout(worker_pb2.RunGraphResponse, 1)                   # recv = 1
 # TF 2.x's WorkerService methods nbcluster has no counterpart for.
 NOT_SERVED = ("Logging", "Tracing", "RecvBuf", "GetStepSequence", "CompleteGroup",
                "CompleteInstance", "MarkRecvFinished")
@@ -54,6 +56,14 @@ def tensorflow_worker_handler(worker, slots) -> grpc.GenericRpcHandler:
     """TF's WorkerService over `worker`; `slots` bound its waits as ours (WaitSlots)."""
     graphs: dict = {}  # (session, graph handle) -> {rendezvous key: tensor name}
     lock = threading.Lock()
+    methods = session_methods(worker)
+
+    def delete_worker_session(req, context):  # its graphs go with it, as the Worker's do
+        with lock:
+            for key in [k for k in graphs if k[0] == req.session_handle]:
+                del graphs[key]
+        worker.delete_worker_session(req.session_handle)
+        return worker_pb2.DeleteWorkerSessionResponse()
 
     def register_graph(req, context):
         nodes = nodes_from_proto(req.graph_def)
@@ -86,11 +96,15 @@ def tensorflow_worker_handler(worker, slots) -> grpc.GenericRpcHandler:
                 raise errors.InvalidArgumentError(
                     None, None, f"Rendezvous key {unknown[0]!r} names no feed or fetch of "
                                 f"graph {req.graph_handle}")
-            fetches = [names[key] for key in req.recv_key]
-            result = worker.run_graph(req.session_handle, req.graph_handle, req.step_id,
-                                      {names[key]: value for key, value in sends}, fetches,
-                                      timeout_of(context), req.exec_opts.record_timeline,
-                                      req.exec_opts.record_partition_graphs)
+            # Our worker runs by tensor name: the same request, keyed by the names
+            # the graph's client-terminated nodes give each key.
+            by_name = worker_pb2.RunGraphRequest()
+            by_name.CopyFrom(req)
+            by_name.ClearField("recv_key")
+            by_name.recv_key.extend(names[key] for key in req.recv_key)
+            response, fetched = serve_run_graph(worker, by_name,
+                                                [(names[key], v) for key, v in sends],
+                                                timeout_of(context))
         except errors.OpError as e:
             if not req.store_errors_in_response_body:
                 raise
@@ -99,13 +113,8 @@ def tensorflow_worker_handler(worker, slots) -> grpc.GenericRpcHandler:
                                                ).SerializeToString()
         finally:
             running[0] = False
-        response = worker_pb2.RunGraphResponse()
-        if result.step_stats is not None:
-            response.step_stats.CopyFrom(result.step_stats)
-        response.partition_graph.extend(result.partition_graphs)
-        return messages.encode(response, _RUN_GRAPH_RESPONSE,
-                               [(key, result.fetches[name])
-                                for key, name in zip(req.recv_key, fetches)])
+        return messages.encode(response, RUN_GRAPH_RESPONSE,
+                               [(key, value) for key, (_, value) in zip(req.recv_key, fetched)])
 
     def recv_tensor(decoded, context) -> bytes:
         req, _ = decoded
@@ -114,19 +123,20 @@ def tensorflow_worker_handler(worker, slots) -> grpc.GenericRpcHandler:
         with slots.hold(context.peer(), "RecvTensor"):
             value = serve_recv_tensor(worker, step_id, req.rendezvous_key, timeout_of(context),
                                       lambda: not context.is_active())
-        return messages.encode(worker_pb2.RecvTensorResponse(), _RECV_TENSOR_RESPONSE,
+        return messages.encode(worker_pb2.RecvTensorResponse(), RECV_TENSOR_RESPONSE,
                                [("", value)])
 
     def tensors(fn, layout: Layout):
         return unary(fn, lambda data: messages.decode(data, layout), _as_is)
 
-    methods = {
-        **session_methods(worker),
+    methods.update({
+        "DeleteWorkerSession": proto_handler(delete_worker_session,
+                                             worker_pb2.DeleteWorkerSessionRequest),
         "RegisterGraph": proto_handler(register_graph, worker_pb2.RegisterGraphRequest),
         "DeregisterGraph": proto_handler(deregister_graph, worker_pb2.DeregisterGraphRequest),
-        "RunGraph": tensors(run_graph, _RUN_GRAPH_REQUEST),
-        "RecvTensor": tensors(recv_tensor, _RECV_TENSOR_REQUEST),
-    }
+        "RunGraph": tensors(run_graph, RUN_GRAPH_REQUEST),
+        "RecvTensor": tensors(recv_tensor, RECV_TENSOR_REQUEST),
+    })
     for name in NOT_SERVED:
         methods[name] = grpc.unary_unary_rpc_method_handler(_refuse(name))
     return grpc.method_handlers_generic_handler(SERVICE, methods)

@@ -20,17 +20,20 @@ from nbcluster.master_worker.rendezvous import attr_incarnation, make_key
 from nbcluster.master_worker.transport import RunGraphResult
 from nbcluster.proto import tensorflow_services_pb2_grpc, worker_pb2
 from nbcluster.rpc.codec import messages
-from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport import channels
 from nbcluster.rpc.grpc_transport.calls import calling
 from nbcluster.rpc.grpc_transport.status import remote_error
 from nbcluster.rpc.grpc_transport.tensorflow_worker import SERVICE
-from nbcluster.rpc.grpc_transport.worker_control import CONTROL_TIMEOUT, WorkerControlCalls
-
-_RUN_GRAPH_REQUEST = Layout(worker_pb2.RunGraphRequest, 3)       # send = 3
-_RUN_GRAPH_RESPONSE = Layout(worker_pb2.RunGraphResponse, 1)     # recv = 1
-_RECV_TENSOR_RESPONSE = Layout(worker_pb2.RecvTensorResponse, 1, named=False)
-_STEP_TIMEOUT = 24 * 3600.0
+from nbcluster.rpc.grpc_transport.worker_control import (
+    CONTROL_TIMEOUT,
+    STEP_TIMEOUT,
+    WorkerControlCalls,
+)
+from nbcluster.rpc.grpc_transport.worker_service import (
+    RECV_TENSOR_RESPONSE,
+    RUN_GRAPH_REQUEST,
+    RUN_GRAPH_RESPONSE,
+)
 
 
 def _for_tensorflow(nodes: list, incarnations: dict) -> tuple:
@@ -66,7 +69,7 @@ class TensorFlowWorkerClient(WorkerControlCalls):
         self._use_stub(tensorflow_services_pb2_grpc.WorkerServiceStub(channel))
         self._run = channel.unary_unary(
             f"/{SERVICE}/RunGraph",
-            request_serializer=lambda r: messages.encode(r[0], _RUN_GRAPH_REQUEST, r[1]))
+            request_serializer=lambda r: messages.encode(r[0], RUN_GRAPH_REQUEST, r[1]))
         self._recv_raw = channel.unary_unary(f"/{SERVICE}/RecvTensor",
                                              request_serializer=lambda m: m.SerializeToString())
         self._devices: Optional[dict] = None  # device name -> incarnation
@@ -128,8 +131,8 @@ class TensorFlowWorkerClient(WorkerControlCalls):
         req.exec_opts.record_partition_graphs = partition_graphs
         with calling(self._peer):
             data = self._run((req, [(keys[name], value) for name, value in feeds.items()]),
-                             timeout=timeout if timeout is not None else _STEP_TIMEOUT)
-        response, tensors = messages.decode(data, _RUN_GRAPH_RESPONSE)
+                             timeout=timeout if timeout is not None else STEP_TIMEOUT)
+        response, tensors = messages.decode(data, RUN_GRAPH_RESPONSE)
         if response.status_code:
             raise remote_error(response.status_code, response.status_error_message, None,
                                self._peer)
@@ -144,8 +147,8 @@ class TensorFlowWorkerClient(WorkerControlCalls):
         req = worker_pb2.RecvTensorRequest(step_id=step_id, rendezvous_key=key)
         with calling(self._peer):
             data = self._recv_raw(req, timeout=timeout if timeout is not None
-                                  else _STEP_TIMEOUT)
-        response, tensors = messages.decode(data, _RECV_TENSOR_RESPONSE)
+                                  else STEP_TIMEOUT)
+        response, tensors = messages.decode(data, RECV_TENSOR_RESPONSE)
         if response.is_dead:
             raise errors.UnimplementedError(
                 None, None, f"{self._peer} sent a dead tensor for {key!r} (control flow "

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import threading
 from typing import Optional
 
 import grpc
@@ -15,7 +16,11 @@ from nbcluster.rpc.codec import messages
 from nbcluster.rpc.grpc_transport import channels
 from nbcluster.rpc.grpc_transport.calls import calling
 from nbcluster.rpc.grpc_transport.streaming import TensorStub
-from nbcluster.rpc.grpc_transport.worker_control import CONTROL_TIMEOUT, WorkerControlCalls
+from nbcluster.rpc.grpc_transport.worker_control import (
+    CONTROL_TIMEOUT,
+    STEP_TIMEOUT,
+    WorkerControlCalls,
+)
 from nbcluster.rpc.grpc_transport.worker_service import (
     RECV_TENSOR_REQUEST,
     RECV_TENSOR_RESPONSE,
@@ -25,7 +30,6 @@ from nbcluster.rpc.grpc_transport.worker_service import (
     SERVICE,
 )
 
-STEP_TIMEOUT = 24 * 3600.0
 PROBE_S = 10.0  # how long a liveness probe (GetStatus) may take
 
 
@@ -57,6 +61,7 @@ class GrpcWorkerClient(WorkerControlCalls):
     def __init__(self, address: str, channel=None) -> None:
         self.address = address
         self._peer = f"worker {self.address}"
+        self._handing_over = threading.Lock()
         channel = channel if channel is not None else channels.channel(address)
 
         # The protobuf-only methods through the generated stub; the tensor ones
@@ -109,12 +114,15 @@ class GrpcWorkerClient(WorkerControlCalls):
 
     def _hand_over(self):
         """The task is real TensorFlow: every call from now on speaks its dialect."""
-        if not self.tensorflow:
-            from nbcluster.rpc.grpc_transport.tensorflow_worker_client import TensorFlowWorkerClient
-            tf = TensorFlowWorkerClient(self.address)
-            for name in _HANDED_OVER:
-                setattr(self, name, getattr(tf, name))
-            self.needs_cleanup = self.tensorflow = True
+        with self._handing_over:  # first contacts on two threads make one TF client
+            if not self.tensorflow:
+                from nbcluster.rpc.grpc_transport.tensorflow_worker_client import (
+                    TensorFlowWorkerClient,
+                )
+                tf = TensorFlowWorkerClient(self.address)
+                for name in _HANDED_OVER:
+                    setattr(self, name, getattr(tf, name))
+                self.needs_cleanup = self.tensorflow = True
         return self
 
     def _is_ours(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Optional
 from nbcluster.proto import worker_pb2
 
 CONTROL_TIMEOUT = 30.0
+STEP_TIMEOUT = 24 * 3600.0  # a step may block on a queue for as long as it likes
 
 
 class WorkerControlCalls:

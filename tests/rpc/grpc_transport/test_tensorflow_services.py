@@ -127,3 +127,33 @@ def test_tf_s_get_status_lists_the_task_s_devices(channel):
                    worker_pb2.GetStatusResponse)
     assert [d.name for d in status.device_attributes] == \
         ["/job:worker/replica:0/task:0/device:CPU:0"]
+
+
+def _fed_graph(device: str) -> list:
+    """y = x * 3 with x fed and y fetched by client-terminated nodes, as a master sends."""
+    from nbcluster.framework.node import Node
+    ends = {"send_device": device, "send_device_incarnation": 0, "recv_device": device,
+            "client_terminated": True}
+    return [Node("recv_x", "_Recv", (), device, {"tensor_type": tf.float32,
+                                                 "tensor_name": "x:0", **ends}),
+            Node("three", "Const", (), device, {"dtype": tf.float32,
+                                                "value": np.array(3.0, np.float32)}),
+            Node("y", "Mul", ("recv_x:0", "three:0"), device, {"T": tf.float32}),
+            Node("send_y", "_Send", ("y:0",), device, {"T": tf.float32, "tensor_name": "y:0",
+                                                       **ends})]
+
+
+def test_tf_s_run_graph_counts_its_feeds_and_a_deleted_session_takes_its_graphs(server_target):
+    from nbcluster.rpc.grpc_transport.tensorflow_worker_client import TensorFlowWorkerClient
+    client = TensorFlowWorkerClient(server_target[len("grpc://"):])
+    device = client.get_status(20).device_attributes[0].name
+    client.create_worker_session("s", False)
+    handle = client.register_graph("s", _fed_graph(device), 1)
+    before = client.get_status(20).bytes_received
+    x = np.arange(1000, dtype=np.float32)
+    result = client.run_graph("s", handle, 7, {"x:0": x}, ["y:0"], 20, False, False)
+    np.testing.assert_array_equal(result.fetches["y:0"], x * 3)
+    assert client.get_status(20).bytes_received - before >= x.nbytes  # as over our service
+    client.delete_worker_session("s")
+    with pytest.raises(tf.errors.AbortedError, match="not registered"):
+        client.run_graph("s", handle, 8, {"x:0": x}, ["y:0"], 20, False, False)
