@@ -37,6 +37,8 @@ def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],
     """
     if len(parts) == 1:
         return [run(parts[0])]
+    # From the step's start: this thread runs partitions itself before it gathers.
+    deadline = None if timeout is None else time.monotonic() + timeout
     local = [i for i, p in enumerate(parts) if isinstance(p.client, InProcessWorkerClient)]
     remote = [i for i in range(len(parts)) if i not in local]
     cancel_lock = threading.Lock()
@@ -79,7 +81,7 @@ def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],
             call.abandon()
         cancel_all()
         raise
-    return _gather(futures, len(parts), timeout, cancel_all, cancelled)
+    return _gather(futures, len(parts), deadline, cancel_all, cancelled)
 
 
 def _inline(fn: Callable, *args) -> Future:
@@ -92,9 +94,8 @@ def _inline(fn: Callable, *args) -> Future:
     return future
 
 
-def _gather(futures: dict, count: int, timeout: Optional[float], cancel_all: Callable,
+def _gather(futures: dict, count: int, deadline: Optional[float], cancel_all: Callable,
             cancelled: list) -> list:
-    deadline = None if timeout is None else time.monotonic() + timeout
     results: list = [None] * count
     pending, first = set(futures), None
     while pending:

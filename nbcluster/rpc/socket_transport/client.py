@@ -151,7 +151,7 @@ class DataPlanePeer:
             try:
                 # 0 would make the socket non-blocking: the reads' deadline decides
                 conn.sock.settimeout(None if timeout is None else max(timeout, 1e-3))
-                greeting, conn.hello = getattr(conn, "hello", b""), b""
+                greeting, conn.hello = conn.hello, b""
                 wire.send_all(conn.sock, [greeting, *frame] if greeting else frame)
                 return conn
             except OSError:

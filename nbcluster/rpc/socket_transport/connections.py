@@ -48,6 +48,7 @@ class Conn:
         self.reader = wire.FrameReader(sock)
         self.cancelled = False
         self.request = 0
+        self.hello = b""  # the handshake its first request carries (client._connect sets it)
         self._lock = threading.Lock()
 
     def begin(self) -> int:

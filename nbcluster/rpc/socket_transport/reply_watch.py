@@ -40,6 +40,7 @@ class Watched:
         self.probe = probe
         self.probe_at = time.monotonic() + PROBE_S
         self.failure: Optional[errors.OpError] = None
+        self.done = False  # unwatched: its caller reads (or closed) the socket now
 
 
 class ReplyWatch:
@@ -71,6 +72,7 @@ class ReplyWatch:
     def unwatch(self, entry: Watched) -> None:
         """Stops watching (before the caller reads or closes the socket)."""
         with self._lock:
+            entry.done = True
             # The socket is open, so its fd is no other watched call's.
             self._watched.pop(entry.fd, None)
             try:
@@ -101,12 +103,17 @@ class ReplyWatch:
 
     def _landed(self, entry: Watched) -> None:
         """A reply began (or the peer hung up) before its caller came back."""
-        try:
-            first = entry.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return  # nothing after all: the caller's read will wait for it
-        except OSError:
-            first = b""
+        # Under the lock, so a caller that unwatched meanwhile (and may have read its
+        # reply and closed or reused the socket) is never peeked at: a non-blocking peek.
+        with self._lock:
+            if entry.done:
+                return
+            try:
+                first = entry.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return  # nothing after all: the caller's read will wait for it
+            except OSError:
+                first = b""
         if first != b"R":  # an error frame ("X") or a hang-up (b"")
             _call(entry.on_error)
 

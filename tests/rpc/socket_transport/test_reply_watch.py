@@ -103,3 +103,15 @@ def test_a_silent_peer_s_failed_probe_calls_on_error_and_is_kept(pair, monkeypat
     assert fired.wait(_WAIT_S)
     watch.unwatch(entry)
     assert entry.failure is hung
+
+
+def test_a_reply_the_caller_took_after_the_poll_is_not_read_as_a_hang_up(pair):
+    # the watcher's poll returned for this call, but its caller unwatched, read its good
+    # reply and closed the socket before the watcher looked: no error for a healthy step
+    ours, theirs = pair
+    watch, calls = ReplyWatch(), []
+    entry = watch.watch(ours, lambda: calls.append("error"))
+    watch.unwatch(entry)
+    ours.close()
+    watch._landed(entry)
+    assert calls == []
