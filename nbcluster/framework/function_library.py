@@ -19,6 +19,10 @@ from nbcluster.framework.node import Node
 # op's outputs are one arg, so "node:arg:i" is output i.
 _OUTPUT_ARGS = {
     "BroadcastGradientArgs": ("r0", "r1"),
+    "RefMerge": ("output", "value_index"),
+    "RefSwitch": ("output_false", "output_true"),
+    "TensorArrayGradV3": ("grad_handle", "flow_out"),
+    "TensorArrayV3": ("handle", "flow"),
     "FusedBatchNorm": ("y", "batch_mean", "batch_variance", "reserve_space_1",
                        "reserve_space_2"),
     "FusedBatchNormV2": ("y", "batch_mean", "batch_variance", "reserve_space_1",

@@ -41,8 +41,11 @@ def import_graph_def(graph_def, input_map: Optional[dict] = None,
                 else:  # a back edge, wired once its NextIteration exists
                     later.append((len(inputs), src, index))
                     inputs.append(None)
+            placeholder = next((t for t in inputs if t is not None), None)
+            if later and placeholder is None:
+                raise ValueError(f"Node '{node.name}' ({node.op}) has only back-edge inputs")
             for slot, _, _ in later:
-                inputs[slot] = next(t for t in inputs if t is not None)
+                inputs[slot] = placeholder
             # The node's own device is the innermost scope: enclosing device
             # scopes fill in what it leaves unset, as in TF's importer.
             with graph.control_dependencies(controls), \
@@ -52,20 +55,13 @@ def import_graph_def(graph_def, input_map: Optional[dict] = None,
             created[node.name] = op
             back_edges.extend((op, slot, src, index) for slot, src, index in later)
     for op, slot, src, index in back_edges:
-        _rewire(op, slot, created[src].outputs[index])
+        op._update_input(slot, created[src].outputs[index])
     if input_map:
         raise ValueError(f"Attempted to map inputs that were not found in graph_def: "
                          f"[{', '.join(sorted(input_map))}]")
     if return_elements is None:
         return None
     return [graph.as_graph_element(scope + e) for e in return_elements]
-
-
-def _rewire(op, slot: int, tensor) -> None:
-    old = op._inputs[slot]
-    old._consumers.remove(op)
-    op._inputs = op._inputs[:slot] + (tensor,) + op._inputs[slot + 1:]
-    tensor._consumers.append(op)
 
 
 # A Merge's input from a NextIteration closes a while loop's cycle: the only

@@ -139,6 +139,17 @@ class Operation:
     def _set_attr(self, name: str, value: Any) -> None:
         self._attrs[name] = value
 
+    def _update_input(self, index: int, tensor: "Tensor") -> None:
+        """Rewires data input `index` to `tensor` (TF's name): how a loop's Merge gets
+        its back edge from the NextIteration made after it (graph building and
+        import_graph_def alike), and how a branch reads through its Switch."""
+        old = self._inputs[index]
+        if old is tensor:
+            return
+        old._consumers.remove(self)
+        self._inputs = self._inputs[:index] + (tensor,) + self._inputs[index + 1:]
+        tensor._consumers.append(self)
+
     def _set_device(self, device: str) -> None:
         self._device = device
 

@@ -55,13 +55,15 @@ class FunctionRunner:
         self.executor = Executor(nodes, device)
 
     def call(self, env: PipelineEnv, args: tuple, cancellation: Optional[CancellationManager]
-             = None) -> tuple:
+             = None, step_id: int = 0, deadline: Optional[float] = None) -> tuple:
+        """Runs the body once; `step_id` and `deadline`: the calling step's, where a
+        step's op calls it (a blocking kernel in the body then ends with the step)."""
         if len(args) != len(self.func.arg_types):
             raise errors.InvalidArgumentError(
                 None, None, f"function {self.func.name!r} takes {len(self.func.arg_types)} "
                             f"arguments, got {len(args)}", node_name=self.caller)
-        ctx = StepContext(0, env.resources, env.container,
-                          feeds=dict(enumerate(args)), cancellation=cancellation)
+        ctx = StepContext(step_id, env.resources, env.container, feeds=dict(enumerate(args)),
+                          cancellation=cancellation, deadline=deadline)
         self.executor.run(ctx)
         return tuple(ctx.fetches[i] for i in range(len(self.func.outputs)))
 

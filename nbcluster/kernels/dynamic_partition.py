@@ -46,8 +46,15 @@ def _dynamic_stitch(node, device):
                 bad = first_out_of_range(device, xp, index, 1 << 62)
                 raise invalid(f"{position_str(f'indices[{m}]', bad[0])} = {bad[1]} is not in "
                               f"[0, inf)", node)
-        rows = 1 + max((int(index.max()) for index in indices if index.size), default=-1)
         rest = data[0].shape[indices[0].ndim:]
+        for m, (index, values) in enumerate(zip(indices, data)):
+            if tuple(values.shape[index.ndim:]) != tuple(rest):
+                raise invalid(f"Need data[0].shape[{indices[0].ndim}:] = data[{m}].shape"
+                              f"[{index.ndim}:], got data[0].shape = {list(data[0].shape)}, "
+                              f"data[{m}].shape = {list(values.shape)}, indices[0].shape = "
+                              f"{list(indices[0].shape)}, indices[{m}].shape = "
+                              f"{list(index.shape)}", node)
+        rows = 1 + max((int(index.max()) for index in indices if index.size), default=-1)
         merged = xp.zeros((rows,) + tuple(rest), dtype=data[0].dtype)
         for index, values in zip(indices, data):  # later data overwrite earlier
             merged[index.reshape(-1)] = values.reshape((-1,) + tuple(rest))

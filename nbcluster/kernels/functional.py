@@ -27,11 +27,17 @@ def _runner(node, device, attr: str) -> FunctionRunner:
     return FunctionRunner(node.attrs[attr], device, node.name)
 
 
+def _call(function: FunctionRunner, ctx, device, args: tuple) -> tuple:
+    """One call of `function` within the step `ctx`: its resources, cancellation, deadline."""
+    return function.call(PipelineEnv.of(ctx, device), args, ctx.cancellation, ctx.step_id,
+                         ctx.deadline)
+
+
 def _call_kernel(node, device):
     function = _runner(node, device, "f")
 
     def call(ctx, *args):
-        return function.call(PipelineEnv.of(ctx, device), args, ctx.cancellation)
+        return _call(function, ctx, device, args)
     return call
 
 
@@ -40,8 +46,7 @@ def _if_kernel(node, device):
     else_branch = _runner(node, device, "else_branch")
 
     def if_(ctx, cond, *args):
-        branch = then_branch if truthy(cond) else else_branch
-        return branch.call(PipelineEnv.of(ctx, device), args, ctx.cancellation)
+        return _call(then_branch if truthy(cond) else else_branch, ctx, device, args)
     return if_
 
 
@@ -50,10 +55,9 @@ def _while_kernel(node, device):
     body = _runner(node, device, "body")
 
     def while_(ctx, *args):
-        env = PipelineEnv.of(ctx, device)
-        while truthy(cond.call(env, args, ctx.cancellation)[0]):
+        while truthy(_call(cond, ctx, device, args)[0]):
             ctx.check()  # a loop that never ends still ends with its step
-            args = body.call(env, args, ctx.cancellation)
+            args = _call(body, ctx, device, args)
         return tuple(args)
     return while_
 

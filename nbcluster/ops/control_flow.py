@@ -132,14 +132,7 @@ def replace_input(op: Operation, index: int, tensor: Tensor) -> None:
     """Rewires data input `index` of `op` to `tensor` (TF's _update_input): how a
     loop's Merge gets its back edge from the NextIteration built after it, and
     how a branch's or body's ops read values through their Switch or Enter."""
-    old = op._inputs[index]
-    if old is tensor:
-        return
-    old._consumers.remove(op)
-    inputs = list(op._inputs)
-    inputs[index] = tensor
-    op._inputs = tuple(inputs)
-    tensor._consumers.append(op)
+    op._update_input(index, tensor)
 
 
 def add_control_input(op: Operation, control: Operation) -> None:

@@ -32,7 +32,9 @@ def pinned_inputs(node) -> frozenset:
                      if dtypes.as_dtype(t) in (dtypes.resource, dtypes.variant))
 
 
-def _outputs(op, types_attr: str) -> list:
+def outputs_from_attrs(op, types_attr: str) -> list:
+    """(dtype, shape) per output: types from attr `types_attr`, shapes from
+    `output_shapes` / `_output_shapes` where they fit, else unknown."""
     types = [dtypes.as_dtype(t) for t in op.get_attr(types_attr)]
     shapes = op._attrs.get("output_shapes") or op._attrs.get("_output_shapes") or []
     if len(shapes) != len(types):
@@ -42,29 +44,29 @@ def _outputs(op, types_attr: str) -> list:
 
 @register_op("PartitionedCall")
 def _partitioned_call(op) -> list:
-    return _outputs(op, "Tout")
+    return outputs_from_attrs(op, "Tout")
 
 
 @register_op("StatefulPartitionedCall", stateful=True)
 def _stateful_partitioned_call(op) -> list:
-    return _outputs(op, "Tout")
+    return outputs_from_attrs(op, "Tout")
 
 
 @register_op("If", stateful=True)
 def _if(op) -> list:
-    return _outputs(op, "Tout")
+    return outputs_from_attrs(op, "Tout")
 
 
 @register_op("StatelessIf")
 def _stateless_if(op) -> list:
-    return _outputs(op, "Tout")
+    return outputs_from_attrs(op, "Tout")
 
 
 @register_op("While", stateful=True)
 def _while(op) -> list:
-    return _outputs(op, "T")
+    return outputs_from_attrs(op, "T")
 
 
 @register_op("StatelessWhile")
 def _stateless_while(op) -> list:
-    return _outputs(op, "T")
+    return outputs_from_attrs(op, "T")

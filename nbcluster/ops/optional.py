@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.op_registry import register_op
-from nbcluster.framework.tensor_shape import TensorShape, scalar, unknown_shape
+from nbcluster.framework.tensor_shape import scalar
+from nbcluster.ops.functional import outputs_from_attrs
 
 
 @register_op("OptionalFromValue")
@@ -29,6 +30,4 @@ def _has_value(op) -> list:
 
 @register_op("OptionalGetValue", ref_inputs=(0,))
 def _get_value(op) -> list:
-    types = [dtypes.as_dtype(t) for t in op.get_attr("output_types")]
-    shapes = op._attrs.get("output_shapes") or [unknown_shape()] * len(types)
-    return [(t, TensorShape(s)) for t, s in zip(types, shapes)]
+    return outputs_from_attrs(op, "output_types")

@@ -200,3 +200,14 @@ def test_gradients_over_an_imported_call_say_nbcluster_has_none():
         tf.import_graph_def(_graph(_twice_plus_one, _call()), name="")
         with pytest.raises(errors.UnimplementedError, match="no gradient for PartitionedCall"):
             tf.gradients(g.get_tensor_by_name("call:0"), [g.get_tensor_by_name("x:0")])
+
+
+@pytest.mark.parametrize("ref, op, wired", [("ta:flow:0", "TensorArrayV3", "ta:1"),
+                                            ("ta:handle:0", "TensorArrayV3", "ta:0"),
+                                            ("g:flow_out:0", "TensorArrayGradV3", "g:1"),
+                                            ("s:output_true:0", "RefSwitch", "s:1"),
+                                            ("m:value_index:0", "RefMerge", "m:1"),
+                                            ("mul:z:0", "Mul", "mul:0"), ("v", "_Arg", "v:0")])
+def test_a_body_input_names_the_output_its_arg_stands_for(ref, op, wired):
+    from nbcluster.framework.function_library import _graph_ref
+    assert _graph_ref("f", ref, {ref.partition(":")[0]: op}) == wired

@@ -77,6 +77,13 @@ def test_errors_name_the_bad_value_or_shape():
     with tf.Session() as sess, pytest.raises(errors.InvalidArgumentError,
                                              match=r"indices\[0\]\[1\] = -1"):
         sess.run(stitched, {idx: [0, -1]})
+    # rows of different widths never stitch, even where their sizes would reshape
+    first, second = tf.placeholder(tf.float32, None), tf.placeholder(tf.float32, None)
+    uneven = tf.dynamic_stitch([tf.constant([0]), tf.constant([1])], [first, second])
+    with tf.Session() as sess, pytest.raises(errors.InvalidArgumentError,
+                                             match=r"Need data\[0\]\.shape\[1:\] = "
+                                                   r"data\[1\]\.shape\[1:\]"):
+        sess.run(uneven, {first: np.ones((1, 3, 2)), second: np.ones((1, 6))})
     with pytest.raises(TypeError, match="int64 not in list of allowed values"):
         tf.dynamic_partition([1.0], tf.constant([0], tf.int64), 1)
 
