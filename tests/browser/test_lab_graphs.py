@@ -245,6 +245,24 @@ def check_refit_on_resize(page, big, first, shots) -> None:
     page.set_viewport_size({"width": 1400, "height": 1000})
 
 
+# the timeline redraws on a resize: its svg is as wide as its cell again
+DRAWN_AT_CURRENT_WIDTH_JS = """r => { const svg = r.querySelector('svg');
+  const want = Math.max(360, (r.parentElement.clientWidth || r.clientWidth || 900) - 4);
+  return Math.abs(Number(svg.getAttribute('width')) - want) < 1; }"""
+
+# the widest compute bar's span, 3 px either side, clamped to the plot (right of the labels)
+WIDEST_BAR_JS = """r => { let best = null;
+  for (const b of r.querySelectorAll('rect.nbc-compute')) {
+    const box = b.getBoundingClientRect();
+    if (!best || box.width > best.width) best = box; }
+  const plot = r.querySelector('g.nbc-transfers');
+  const labelW = Number(/translate\\(([\\d.]+)/.exec(plot.getAttribute('transform'))[1]);
+  const svg = r.querySelector('svg').getBoundingClientRect();
+  const plotLeft = svg.left + labelW;
+  return { left: Math.max(best.left - 3, plotLeft + 1), right: best.right + 3,
+           y: best.y + best.height / 2 }; }"""
+
+
 def check_timeline(page, shots) -> None:
     root = page.locator("div.nbcluster-timeline").last
     root.scroll_into_view_if_needed()
@@ -258,16 +276,16 @@ def check_timeline(page, shots) -> None:
     whole = root.evaluate(LABEL_BOXES_JS)
     assert overlapping(whole) == []
     shots("timeline-two-runs", root)
-    # zoomed in: labels fit in the wider bars, still none overlapping
-    widest = root.evaluate("""r => { let best = null;
-      for (const b of r.querySelectorAll('rect.nbc-compute')) {
-        const box = b.getBoundingClientRect();
-        if (!best || box.width > best.width) best = box; }
-      return { left: best.left, right: best.right, y: best.y + best.height / 2 }; }""")
-    # drag-select the widest compute bar's span (a few px either side): it then fills the plot
-    page.mouse.move(widest["left"] - 3, widest["y"])
+    # zoomed in: labels fit in the wider bars, still none overlapping.
+    # The window was just resized: measure the bars only once they are drawn at this width.
+    page.wait_for_function(DRAWN_AT_CURRENT_WIDTH_JS, arg=root.element_handle(), timeout=10_000)
+    widest = root.evaluate(WIDEST_BAR_JS)
+    # drag-select the widest compute bar's span (a few px either side, but starting inside
+    # the plot: a press left of it, on the lane labels, starts no selection): it then fills
+    # the plot
+    page.mouse.move(widest["left"], widest["y"])
     page.mouse.down()
-    page.mouse.move(widest["right"] + 3, widest["y"], steps=4)
+    page.mouse.move(widest["right"], widest["y"], steps=4)
     page.mouse.up()
     page.wait_for_function("r => r.querySelector('.nbc-tl-bar').textContent.includes(' of ')",
                            arg=root.element_handle(), timeout=10_000)
