@@ -143,6 +143,23 @@ def test_an_endless_while_loop_ends_with_its_step_deadline():
         _run(graph_def, "loop:1", 1.0, options=tf.RunOptions(timeout_in_ms=300))
 
 
+def test_a_blocking_kernel_in_a_called_body_ends_with_the_calling_steps_deadline():
+    # the body dequeues from a queue nothing fills: the call's step, not the body, owns
+    # the deadline, so the dequeue must give up when the step's timeout passes
+    def library(lib):
+        queue = Node("queue", "FIFOQueueV2", (), "", {
+            "component_types": [dtypes.float32], "shapes": [], "capacity": 4,
+            "container": "", "shared_name": "starved"})
+        take = Node("take", "QueueDequeueV2", ("queue:handle:0",), "", {
+            "component_types": [dtypes.float32], "timeout_ms": -1})
+        plus = Node("plus", "AddV2", ("v", "take:components:0"), "", {"T": dtypes.float32})
+        _function(lib, "starved", [("v", F32)], [("out", F32)], [queue, take, plus],
+                  {"out": "plus:z:0"})
+    graph_def = _graph(library, _call("starved", op="StatefulPartitionedCall"))
+    with pytest.raises(errors.DeadlineExceededError):
+        _run(graph_def, "call:0", 1.0, options=tf.RunOptions(timeout_in_ms=300))
+
+
 @pytest.mark.parametrize("pred, expected", [(1.0, 3.0), (0.0, -1.0)])
 def test_if_runs_the_branch_its_condition_picks(pred, expected):
     def library(lib):

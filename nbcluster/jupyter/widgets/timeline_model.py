@@ -107,8 +107,9 @@ def from_run_metadata(run_metadata) -> StepTimeline:
     ops.sort(key=lambda b: (order[b.device], b.start_us, b.end_us))
     transfers = pair_transfers(ops, run_metadata.partition_graphs)
     markers, received = tensorflow_transfers(ops, run_metadata.partition_graphs, set(lanes))
-    ops.extend(markers)
-    ops.sort(key=lambda b: (order[b.device], b.start_us, b.end_us))
+    if markers:
+        ops.extend(markers)
+        ops.sort(key=lambda b: (order[b.device], b.start_us, b.end_us))
     transfers = sorted(transfers + received, key=lambda t: (t.start_us, t.end_us, t.tensor))
     names: dict = {}
     for dev in dev_stats:
