@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -17,30 +18,20 @@ from nbcluster.launch.process import child_env
 
 from process_checks import kill_pids, wait_gone
 
+TESTS_DIR = str(Path(__file__).resolve().parents[1])
+
 pytest.importorskip("ray", reason="the `ray` extra is not installed: pip install 'nbcluster[ray]'")
 pytestmark = pytest.mark.timeout(420)
 
 _DRIVER = textwrap.dedent("""
     import json, os, sys, time
-    import numpy as np
     import ray
     ray.init(num_cpus=3, include_dashboard=False, object_store_memory=100_000_000,
              _temp_dir=sys.argv[1], log_to_driver=False)
-    import nbcluster as tf
+    sys.path.insert(0, sys.argv[2])  # tests/, for the shared graphs
+    from cluster_graphs import spread_matmul
     from nbcluster.launch import Cluster
     from nbcluster.launch.records import alive
-
-    def graph(cluster):
-        with tf.Graph().as_default():
-            with tf.device("/job:ps/task:0"):
-                w = tf.Variable(np.full((2, 2), 3.0, np.float32))
-            with tf.device("/job:worker/task:0"):
-                a = w * 2.0
-            with tf.device("/job:worker/task:1"):
-                b = tf.matmul(a, w)
-            with tf.Session(cluster.target("worker", 0)) as sess:
-                sess.run(tf.global_variables_initializer())
-                return sess.run(b).tolist()
 
     def parent(pid):
         with open(f"/proc/{pid}/stat") as f:
@@ -51,7 +42,7 @@ _DRIVER = textwrap.dedent("""
     first = cluster.status()
     out["first"] = [[s.job, s.index, s.state, s.address, s.pid] for s in first]
     out["title"] = repr(cluster).splitlines()[0]
-    out["graph"] = graph(cluster)  # the launcher's token sent with no user step
+    out["graph"] = spread_matmul(cluster.target("worker", 0))  # the launcher's token sent with no user step
     # the token reached each task's environment, on no command line; a call without it fails
     import grpc
     from nbcluster.proto import worker_pb2, worker_pb2_grpc
@@ -80,7 +71,7 @@ _DRIVER = textwrap.dedent("""
             raise SystemExit(f"worker:1 never came back: {now}")
         time.sleep(0.3)
     out["after"] = [now.address, now.pid, alive(first[2].pid), parent(now.pid) != actor_pid]
-    out["graph_after"] = graph(cluster)
+    out["graph_after"] = spread_matmul(cluster.target("worker", 0))
     out["restart"] = cluster.restart("worker", 0)
     pids = [s.pid for s in cluster.status()]
     out["pids"] = pids + [first[1].pid, first[2].pid]
@@ -101,7 +92,7 @@ def test_ray_cluster_runs_a_graph_survives_an_actor_death_and_stops(tmp_path):
                      "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
                      "HOME": str(home)})
     temp = f"/tmp/nbc-ray-{os.getpid()}"  # short: Ray's socket paths must fit 107 bytes
-    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, temp], env=env,
+    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, temp, TESTS_DIR], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out = {}
     try:
