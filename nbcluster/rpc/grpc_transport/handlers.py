@@ -5,7 +5,9 @@ right status; the server itself never goes down over a bad request.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
+from typing import Callable
 
 import grpc
 
@@ -50,6 +52,20 @@ def unary(fn, deserialize, serialize):
 
 def proto_handler(fn, request_class):
     return unary(fn, request_class.FromString, lambda m: m.SerializeToString())
+
+
+@contextlib.contextmanager
+def on_caller_gone(context, gone: Callable[[], None]):
+    """Runs `gone()` if the RPC ends (the caller cancelled, timed out or hung up)
+    while the body of this `with` is still serving it: a step its caller left must
+    end, as TF's master and worker end it, or a dequeue among its kernels would take
+    the next element anyone enqueues. A normal end does not call it."""
+    running = [True]
+    context.add_callback(lambda: running[0] and gone())
+    try:
+        yield
+    finally:
+        running[0] = False
 
 
 def timeout_of(context):

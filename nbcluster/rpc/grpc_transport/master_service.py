@@ -9,7 +9,7 @@ from nbcluster.framework.graph_def import nodes_from_proto
 from nbcluster.master_worker.master import CallerWatch
 from nbcluster.proto import master_pb2
 from nbcluster.rpc.codec.messages import Layout
-from nbcluster.rpc.grpc_transport.handlers import proto_handler
+from nbcluster.rpc.grpc_transport.handlers import on_caller_gone, proto_handler
 from nbcluster.rpc.grpc_transport.streaming import PendingResponses, pull_method, tensor_methods
 from nbcluster.rpc.serving import serve_run_step
 
@@ -61,12 +61,9 @@ def session_methods(master, on_close=None, on_reset=None) -> dict:
 def master_handler(master, pending: Optional[PendingResponses] = None) -> grpc.GenericRpcHandler:
     """The MasterService of `master`; `pending` holds large responses until pulled."""
     def run_step(req, feeds, context):
-        caller, running = CallerWatch(), [True]  # `running` tells a normal end
-        context.add_callback(lambda: running[0] and caller.caller_gone())
-        try:
+        caller = CallerWatch()
+        with on_caller_gone(context, caller.caller_gone):
             return serve_run_step(master, req, feeds, caller)
-        finally:
-            running[0] = False
 
     pending = pending if pending is not None else PendingResponses()
     return grpc.method_handlers_generic_handler(SERVICE, {

@@ -24,7 +24,7 @@ from nbcluster.master_worker.master import CallerWatch
 from nbcluster.proto import master_pb2
 from nbcluster.rpc.codec import messages
 from nbcluster.rpc.codec.messages import Layout
-from nbcluster.rpc.grpc_transport.handlers import proto_handler, unary
+from nbcluster.rpc.grpc_transport.handlers import on_caller_gone, proto_handler, unary
 from nbcluster.rpc.grpc_transport.master_service import (
     RUN_STEP_REQUEST,
     RUN_STEP_RESPONSE,
@@ -82,12 +82,9 @@ class Callables:
 def _watching(context, run):
     """`run(caller)`, its step cancelled on the other tasks if the caller goes away
     (the same CallerWatch our own RunStep handler uses)."""
-    caller, running = CallerWatch(), [True]
-    context.add_callback(lambda: running[0] and caller.caller_gone())
-    try:
+    caller = CallerWatch()
+    with on_caller_gone(context, caller.caller_gone):
         return run(caller)
-    finally:
-        running[0] = False
 
 
 def tensorflow_master_handler(master) -> grpc.GenericRpcHandler:

@@ -25,7 +25,7 @@ from nbcluster.proto import worker_pb2
 from nbcluster.rpc.codec import messages
 from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport import status
-from nbcluster.rpc.grpc_transport.handlers import proto_handler, timeout_of, unary
+from nbcluster.rpc.grpc_transport.handlers import on_caller_gone, proto_handler, timeout_of, unary
 from nbcluster.rpc.grpc_transport.worker_service import (
     RECV_TENSOR_REQUEST,
     RECV_TENSOR_RESPONSE,
@@ -84,35 +84,33 @@ def tensorflow_worker_handler(worker, slots) -> grpc.GenericRpcHandler:
         req, sends = decoded
         with lock:
             names = graphs.get((req.session_handle, req.graph_handle))
-        running = [True]  # a caller gone mid-step ends the step here, as TF's worker does
-        context.add_callback(lambda: running[0] and worker.cleanup_graph(req.step_id))
         try:
-            if names is None:
-                raise errors.AbortedError(None, None, f"Graph handle {req.graph_handle!r} is "
-                                                      f"not registered on this worker")
-            unknown = [k for k in [key for key, _ in sends] + list(req.recv_key)
-                       if k not in names]
-            if unknown:
-                raise errors.InvalidArgumentError(
-                    None, None, f"Rendezvous key {unknown[0]!r} names no feed or fetch of "
-                                f"graph {req.graph_handle}")
-            # Our worker runs by tensor name: the same request, keyed by the names
-            # the graph's client-terminated nodes give each key.
-            by_name = worker_pb2.RunGraphRequest()
-            by_name.CopyFrom(req)
-            by_name.ClearField("recv_key")
-            by_name.recv_key.extend(names[key] for key in req.recv_key)
-            response, fetched = serve_run_graph(worker, by_name,
-                                                [(names[key], v) for key, v in sends],
-                                                timeout_of(context))
+            # a caller gone mid-step ends the step here, as TF's worker does
+            with on_caller_gone(context, lambda: worker.cleanup_graph(req.step_id)):
+                if names is None:
+                    raise errors.AbortedError(None, None, f"Graph handle {req.graph_handle!r} is "
+                                                          f"not registered on this worker")
+                unknown = [k for k in [key for key, _ in sends] + list(req.recv_key)
+                           if k not in names]
+                if unknown:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Rendezvous key {unknown[0]!r} names no feed or fetch of "
+                                    f"graph {req.graph_handle}")
+                # Our worker runs by tensor name: the same request, keyed by the names
+                # the graph's client-terminated nodes give each key.
+                by_name = worker_pb2.RunGraphRequest()
+                by_name.CopyFrom(req)
+                by_name.ClearField("recv_key")
+                by_name.recv_key.extend(names[key] for key in req.recv_key)
+                response, fetched = serve_run_graph(worker, by_name,
+                                                    [(names[key], v) for key, v in sends],
+                                                    timeout_of(context))
         except errors.OpError as e:
             if not req.store_errors_in_response_body:
                 raise
             return worker_pb2.RunGraphResponse(status_code=e.error_code,
                                                status_error_message=e.message
                                                ).SerializeToString()
-        finally:
-            running[0] = False
         return messages.encode(response, RUN_GRAPH_RESPONSE,
                                [(key, value) for key, (_, value) in zip(req.recv_key, fetched)])
 

@@ -11,7 +11,12 @@ from nbcluster.proto import worker_pb2
 from nbcluster.rpc.codec import chunked, messages
 from nbcluster.rpc.codec.messages import Layout
 from nbcluster.rpc.grpc_transport import status
-from nbcluster.rpc.grpc_transport.handlers import proto_handler, run_safely, timeout_of
+from nbcluster.rpc.grpc_transport.handlers import (
+    on_caller_gone,
+    proto_handler,
+    run_safely,
+    timeout_of,
+)
 from nbcluster.rpc.grpc_transport.streaming import PendingResponses, pull_method, tensor_methods
 from nbcluster.rpc.grpc_transport.wait_slots import WaitSlots
 from nbcluster.rpc.serving import serve_recv_tensor, serve_recv_tensors, serve_run_graph
@@ -76,15 +81,8 @@ def worker_handler(worker, slots: Optional[WaitSlots] = None,
         return worker_pb2.DeregisterGraphResponse()
 
     def run_graph(req, sends, context):
-        # A caller gone mid-step (its process exited, or it cancelled) ends the
-        # step here, as TF's worker does: a dequeue left waiting would take
-        # the next element enqueued. `running` tells that from a normal end.
-        running = [True]
-        context.add_callback(lambda: running[0] and worker.cleanup_graph(req.step_id))
-        try:
+        with on_caller_gone(context, lambda: worker.cleanup_graph(req.step_id)):
             return serve_run_graph(worker, req, sends, timeout_of(context))
-        finally:
-            running[0] = False
 
     def recv_tensor(req, _, context):
         step_id = req.step_id
