@@ -26,6 +26,13 @@ def make_key(src_device: str, incarnation: int, dst_device: str, tensor_name: st
 _UINT64 = (1 << 64) - 1
 
 
+def key_of(attrs: dict, frame_iter: str = "0:0", suffix: str = "") -> str:
+    """The key a _Send or _Recv with these attrs meets its other end under (TF's
+    kernels build theirs from the same four attrs)."""
+    return make_key(attrs["send_device"], int(attrs["send_device_incarnation"]),
+                    attrs["recv_device"], attrs["tensor_name"] + suffix, frame_iter)
+
+
 def attr_incarnation(incarnation: int) -> int:
     """A device's uint64 incarnation as the int64 a NodeDef attr holds (TF's cast)."""
     return incarnation - (1 << 64) if incarnation >= 1 << 63 else incarnation

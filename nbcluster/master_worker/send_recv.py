@@ -11,7 +11,7 @@ import numpy as np
 from nbcluster import errors
 from nbcluster.framework.op_registry import register_op
 from nbcluster.framework.tensor_shape import unknown_shape
-from nbcluster.master_worker.rendezvous import make_key, task_of
+from nbcluster.master_worker.rendezvous import key_of, task_of
 from nbcluster.runtime.dead_tensor import DEAD
 from nbcluster.runtime.kernel_table import register_kernel
 
@@ -27,9 +27,7 @@ def _recv_shape(op):
 
 
 def _key(node, frame_iter: str = "0:0", suffix: str = "") -> str:
-    a = node.attrs
-    return make_key(a["send_device"], int(a["send_device_incarnation"]), a["recv_device"],
-                    a["tensor_name"] + suffix, frame_iter)
+    return key_of(node.attrs, frame_iter, suffix)
 
 
 @register_kernel("_Send", "CPU", "GPU")

@@ -20,7 +20,7 @@ import grpc
 
 from nbcluster import errors
 from nbcluster.framework.graph_def import nodes_from_proto
-from nbcluster.master_worker.rendezvous import make_key
+from nbcluster.master_worker.rendezvous import key_of
 from nbcluster.proto import worker_pb2
 from nbcluster.rpc.codec import messages
 from nbcluster.rpc.codec.messages import Layout
@@ -47,8 +47,7 @@ def client_tensor_names(nodes: list) -> dict:
     for node in nodes:
         a = node.attrs
         if node.op in ("_Recv", "_Send") and a.get("client_terminated"):
-            names[make_key(a["send_device"], int(a["send_device_incarnation"]),
-                           a["recv_device"], a["tensor_name"])] = a["tensor_name"]
+            names[key_of(a)] = a["tensor_name"]
     return names
 
 

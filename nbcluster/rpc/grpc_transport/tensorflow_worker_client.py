@@ -16,7 +16,7 @@ from typing import Optional
 from nbcluster import errors
 from nbcluster.framework.device_spec import DeviceSpec
 from nbcluster.framework.graph_def import nodes_to_proto
-from nbcluster.master_worker.rendezvous import attr_incarnation, make_key
+from nbcluster.master_worker.rendezvous import attr_incarnation, key_of
 from nbcluster.master_worker.transport import RunGraphResult
 from nbcluster.proto import tensorflow_services_pb2_grpc, worker_pb2
 from nbcluster.rpc.codec import messages
@@ -52,8 +52,7 @@ def _for_tensorflow(nodes: list, incarnations: dict) -> tuple:
             a = {**a, "send_device": node.device, "recv_device": node.device,
                  "send_device_incarnation": attr_incarnation(incarnations.get(node.device, 0))}
             node = node.with_changes(attrs=a)
-            keys[a["tensor_name"]] = make_key(a["send_device"], int(a["send_device_incarnation"]),
-                                              a["recv_device"], a["tensor_name"])
+            keys[a["tensor_name"]] = key_of(a)
         out.append(node)
     return out, keys
 
