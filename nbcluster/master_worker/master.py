@@ -363,16 +363,16 @@ class Master:
         return values, metadata
 
     def _run_parts(self, plan: StepPlan, step_id: int, feeds: dict, timeout, trace, graphs):
+        def request(part: Part) -> tuple:  # run_graph's arguments for `part`
+            return (part.handle.session, part.handle.graph, step_id,
+                    {f: feeds[f] for f in part.feeds}, part.fetches, timeout, trace, graphs)
+
         def run(part: Part):
-            return part.client.run_graph(part.handle.session, part.handle.graph, step_id,
-                                         {f: feeds[f] for f in part.feeds}, part.fetches,
-                                         timeout, trace, graphs)
+            return part.client.run_graph(*request(part))
 
         def start(part: Part, on_error):  # sent now, read on this thread (fanout.py)
             begin = getattr(part.client, "start_run_graph", None)
-            return None if begin is None else begin(
-                part.handle.session, part.handle.graph, step_id,
-                {f: feeds[f] for f in part.feeds}, part.fetches, timeout, trace, graphs, on_error)
+            return None if begin is None else begin(*request(part), on_error)
 
         def cleanup() -> None:
             for part in plan.parts:
