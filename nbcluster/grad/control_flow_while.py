@@ -19,7 +19,7 @@ from __future__ import annotations
 from nbcluster.framework import dtypes
 from nbcluster.framework.constant import constant
 from nbcluster.grad.gradient_table import register_unit_gradient
-from nbcluster.grad.gradients import gradients
+from nbcluster.grad.gradients import gradients, stops_in_effect
 from nbcluster.grad.resource_variables import zeros_like_value
 from nbcluster.ops.array import identity
 from nbcluster.ops.control_flow import (
@@ -74,6 +74,7 @@ def while_gradient(ctx, *out_grads) -> list:
         with graph.control_dependencies([p.op for p in popped]):
             j_next = j + 1
         leaves = [p if ta is None else ta._with_flow(p) for p, ta in zip(popped, arrays)]
+        before = graph.version
         result = ctx.body_fn(*pack_as(ctx.structure, leaves)) \
             if isinstance(ctx.structure, (list, tuple)) and not hasattr(ctx.structure, "_fields") \
             else ctx.body_fn(pack_as(ctx.structure, leaves))
@@ -83,7 +84,9 @@ def while_gradient(ctx, *out_grads) -> list:
         outs = [o.flow if isinstance(o, TensorArray) else o for o in flatten(result)]
         ys = [outs[k] for k in float_vars]
         xs = [popped[k] for k in float_vars] + float_caps
-        dxs = gradients(ys, xs, grad_ys=list(grads)) if ys else [None] * len(xs)
+        stops = _rebuilt(ctx, graph.operations_since(before), stops_in_effect())
+        dxs = gradients(ys, xs, grad_ys=list(grads), stop_gradients=stops) if ys \
+            else [None] * len(xs)
         new_grads = [g if g is not None else zeros_like(popped[k])
                      for g, k in zip(dxs[:len(float_vars)], float_vars)]
         new_accs = [a + g if g is not None else identity(a)
@@ -97,6 +100,22 @@ def while_gradient(ctx, *out_grads) -> list:
     by_var = dict(zip(float_vars, grads))
     by_cap = {id(c): a for c, a in zip(float_caps, accs)}
     return [by_var.get(k) for k in range(n_vars)] + [by_cap.get(id(c)) for c in captured]
+
+
+def _rebuilt(ctx, made: list, stops: tuple) -> list:
+    """The tensors of the body rebuilt as `made` standing for the stop tensors that
+    lie in the forward body: the n-th op a call of the body makes is the same op
+    each time (a body that builds differently per call is refused, naming it)."""
+    at = {op: i for i, op in enumerate(ctx.body_ops)}
+    inside = [t for t in stops if t.op in at]
+    if not inside:
+        return []
+    if len(made) != len(ctx.body_ops) or any(
+            m.type != f.type for m, f in zip(made, ctx.body_ops)):
+        raise ValueError(f"stop_gradients names {inside[0].name}, in the body of while loop "
+                         f"{ctx.frame_name}, but that body builds different ops on each call, "
+                         f"so its gradient cannot find the same tensor")
+    return [made[at[t.op]].outputs[t.value_index] for t in inside]
 
 
 def _accumulate(ctx) -> tuple:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import contextvars
 
 from nbcluster.framework import dtypes
 from nbcluster.framework.constant import convert_to_tensor
@@ -27,6 +28,16 @@ from nbcluster.ops.math import add_n, cast
 # Op types whose rule takes an IndexedSlices gradient as it is (TF's Identity
 # rule returns it unchanged, so a variable's `read` keeps the gradient sparse).
 _SPARSE_PASS_THROUGH = frozenset({"Identity", "ReadVariableOp"})
+
+# The stop_gradients of the backward pass whose unit rule (a while loop's) runs now:
+# the rule rebuilds the loop's body and must stop at the same tensors in it.
+_STOPS: contextvars.ContextVar = contextvars.ContextVar("stop_gradients", default=())
+
+
+def stops_in_effect() -> tuple:
+    """The stop_gradients tensors of the backward pass calling a unit rule now."""
+    return _STOPS.get()
+
 
 # TF's AggregationMethod values; every one of them sums with AddN here.
 AGGREGATION_METHODS = (None, 0, 1, 2)
@@ -90,12 +101,19 @@ class _Builder:
         self.graph, self.colocate, self.gate = graph, colocate, gate
         self.grads: dict = {}  # Tensor -> [gradient tensors]; summed when first read
         self.between: set = set()  # the ops on a path from some x to some y
+        self.stops: tuple = ()     # the stop_gradients tensors
+        self.stopped: set = set()  # every output of their ops: no gradient leaves them
 
     def run(self, ys: list, xs: list, grad_ys: list, stops: list) -> list:
         # A while loop's ops count as one unit (its WhileContext): a loop is
         # differentiated whole (grad/control_flow_while.py).
         between = self.between = {loop_unit(op) for op in _ops_between(ys, xs)}
+        # TF stops at the op of each stop tensor; a loop is walked as one unit, so
+        # a stopped Exit stops its own gradient, and a stopped body tensor is
+        # handed to the loop's rule
         stop_ops = {t.op for t in stops}
+        self.stops = tuple(stops)
+        self.stopped = {out for op in stop_ops for out in op.outputs}
         for i, (y, gy) in enumerate(zip(ys, grad_ys)):
             self.grads.setdefault(y, []).append(self._initial_grad(y, gy, i))
         pending = collections.Counter()
@@ -132,7 +150,7 @@ class _Builder:
 
     def _backprop(self, op: Operation) -> None:
         with self._near(op), self.graph.name_scope(op.name + "_grad"):
-            out_grads = [self._summed(t) for t in op.outputs]
+            out_grads = [None if t in self.stopped else self._summed(t) for t in op.outputs]
             if not op.inputs or all(g is None for g in out_grads):
                 return
             if op.type not in _SPARSE_PASS_THROUGH:
@@ -146,7 +164,11 @@ class _Builder:
                                   f"(op type: {op.type})") from None
             if rule is None:  # NotDifferentiable
                 return
-            in_grads = list(rule(op, *out_grads))
+            token = _STOPS.set(self.stops)
+            try:
+                in_grads = list(rule(op, *out_grads))
+            finally:
+                _STOPS.reset(token)
             if len(in_grads) != len(op.inputs):
                 raise ValueError(f"The gradient of op '{op.name}' ({op.type}) has "
                                  f"{len(in_grads)} entries for {len(op.inputs)} inputs")

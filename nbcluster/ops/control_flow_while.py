@@ -63,6 +63,7 @@ class WhileContext:
         self.loop_cond: Optional[Tensor] = None
         self.exits: list = []
         self.ops: list = []
+        self.body_ops: list = []       # the ops one call of the body made, in order
         self.grad_state = None         # built by the first gradient through the loop
 
     @property
@@ -244,6 +245,7 @@ def _build(graph, scope: str, cond, body, loop_vars, shape_invariants, parallel:
         ctx._tag(ctx.loop_cond, *[sw[0] for sw in switches], *body_in)
         start = graph.version
         result = _call(body, repack(body_in))
+        ctx.body_ops = graph.operations_since(start)  # what its gradient rebuilds, in order
         seq = isinstance(structure, (list, tuple)) and not hasattr(structure, "_fields")
         if seq and len(structure) == 1 and not isinstance(result, (list, tuple)):
             result = [result]

@@ -1,5 +1,7 @@
 """Gradients through tf.cond, tf.case, tf.while_loop and TensorArrays match
 central finite differences (as the gradient sweep checks single ops)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -154,3 +156,50 @@ def test_a_loop_gradient_graph_round_trips_through_a_graph_def():
             after = sess.run(["loss:0", "grad:0"], {"seq:0": value})
     np.testing.assert_allclose(after[0], before[0], rtol=1e-12)
     np.testing.assert_allclose(after[1], before[1], rtol=1e-12)
+
+
+def _power_loop(x, iterations, body_values=None):
+    """v = 1, then `iterations` times a = v * x; v = a * x: x ** (2 * iterations)."""
+    def body(i, v):
+        a = v * x
+        if body_values is not None:
+            body_values.append(a)
+        return i + 1, a * x
+    return tf.while_loop(lambda i, v: i < iterations, body, [tf.constant(0), tf.constant(1.0)])[1]
+
+
+def test_stop_gradients_at_a_loop_result_stops_there():
+    # y = out * x with out = x ** 4 treated as a constant: dy/dx = out (TF: 16 at x = 2)
+    x = tf.constant(2.0)
+    out = _power_loop(x, 2)
+    y = out * x
+    with tf.Session() as sess:
+        assert sess.run(tf.gradients(y, x)) == [80.0]
+        assert sess.run(tf.gradients(y, x, stop_gradients=[out])) == [16.0]
+
+
+def test_stop_gradients_at_a_tensor_in_the_loop_body_stops_each_iteration_there():
+    # out = x ** 4; with each iteration's a = v * x a constant, only the last
+    # iteration's `a * x` reaches x: d out/dx = a of that iteration = 8 (as TF)
+    x = tf.constant(2.0)
+    body_values = []
+    out = _power_loop(x, 2, body_values)
+    with tf.Session() as sess:
+        assert sess.run(tf.gradients(out, x)) == [32.0]
+        assert sess.run(tf.gradients(out, x, stop_gradients=[body_values[0]])) == [8.0]
+
+
+def test_stop_gradients_in_a_body_that_builds_differently_each_call_is_refused_naming_it():
+    x = tf.constant(2.0)
+    calls = []
+
+    def body(i, v):
+        calls.append(1)
+        a = v * x
+        if len(calls) > 1:
+            a = tf.identity(a)  # the gradient's rebuild makes one op more
+        body.a = body.a if hasattr(body, "a") else a
+        return i + 1, a * x
+    out = tf.while_loop(lambda i, v: i < 2, body, [tf.constant(0), tf.constant(1.0)])[1]
+    with pytest.raises(ValueError, match=re.escape(body.a.name)):
+        tf.gradients(out, x, stop_gradients=[body.a])
