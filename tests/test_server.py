@@ -344,3 +344,43 @@ def test_a_stopped_server_is_not_kept_alive():
     del server
     gc.collect()
     assert ref() is None
+
+
+# -- what a start loads ------------------------------------------------------
+
+# A one-task cluster's server and a first step through it in this process, as
+# a notebook or a script runs them; prints the modules of REMOTE it loaded.
+_START_AND_RUN = """
+import json, sys
+import numpy as np
+import nbcluster as tf
+server = tf.train.Server(tf.train.ClusterSpec({"worker": ["127.0.0.1:0"]}), "worker", 0)
+with tf.Graph().as_default():
+    x = tf.placeholder(tf.float32, [4])
+    with tf.Session(server.target) as sess:
+        assert sess.run(x + 1, {x: np.arange(4, dtype=np.float32)}).tolist() == [1, 2, 3, 4]
+print(json.dumps([m for m in json.loads(sys.argv[1]) if m in sys.modules]))
+server.stop()
+"""
+
+
+def test_a_start_and_a_first_step_in_process_load_no_client_nor_threadpoolctl():
+    """The clients of other tasks load with the first peer they reach, and
+    threadpoolctl only where a share narrows the pools (here the share is
+    every core: the libraries' own count)."""
+    import json
+    import subprocess
+    import sys
+
+    from nbcluster.launch import child_env
+    from nbcluster.runtime.math_threads import THREAD_VARS
+    remote = ["nbcluster.rpc.grpc_transport.master_client",
+              "nbcluster.rpc.grpc_transport.worker_client",
+              "nbcluster.rpc.socket_transport.client",
+              "nbcluster.rpc.socket_transport.service_clients",
+              "nbcluster.proto.master_pb2_grpc", "nbcluster.proto.worker_pb2_grpc",
+              "grpc.experimental", "threadpoolctl"]
+    env = {k: v for k, v in child_env().items() if k not in THREAD_VARS}
+    out = subprocess.run([sys.executable, "-c", _START_AND_RUN, json.dumps(remote)], env=env,
+                         capture_output=True, text=True, timeout=50, check=True).stdout
+    assert json.loads(out) == []

@@ -15,10 +15,11 @@ from typing import Optional
 from nbcluster import errors
 from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.master_worker.transport import InProcessWorkerClient, MasterClient, WorkerClient
-from nbcluster.rpc.grpc_transport.master_client import GrpcMasterClient
-from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
-from nbcluster.rpc.socket_transport.client import peer_for
-from nbcluster.rpc.socket_transport.service_clients import SocketMasterClient, SocketWorkerClient
+
+# The remote clients load with the first peer they reach, not with the server:
+# a task that starts and runs its first step in process (a one-task cluster, a
+# notebook's Session(server.target)) never needs them, and their modules were
+# a fifth of a warm process's server start.
 
 
 def worker_client(address: Optional[str], local=None) -> WorkerClient:
@@ -30,9 +31,12 @@ def worker_client(address: Optional[str], local=None) -> WorkerClient:
     """
     if local is not None:
         return InProcessWorkerClient(local)
+    from nbcluster.rpc.socket_transport.client import peer_for
     plane = peer_for(address)
     if plane is not None:
+        from nbcluster.rpc.socket_transport.service_clients import SocketWorkerClient
         return SocketWorkerClient(address, plane)
+    from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
     return GrpcWorkerClient(address)
 
 
@@ -41,9 +45,12 @@ def master_client(address: str, config=None, local=None) -> MasterClient:
     is this process's own (`server.local_master`), called directly."""
     if local is not None:
         return local
+    from nbcluster.rpc.socket_transport.client import peer_for
     plane = peer_for(address)
     if plane is not None:
+        from nbcluster.rpc.socket_transport.service_clients import SocketMasterClient
         return SocketMasterClient(address, plane, config)
+    from nbcluster.rpc.grpc_transport.master_client import GrpcMasterClient
     return GrpcMasterClient(address, config)
 
 

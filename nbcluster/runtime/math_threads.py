@@ -7,7 +7,9 @@ OPENBLAS_NUM_THREADS, MKL_NUM_THREADS); else this host's cores divided among
 the cluster's tasks on this host (the ClusterSpec names them), at least 1.
 A process's pools get the sum of the shares of its live servers (a notebook
 may run several; a count from the environment stays the process's own), and go back to what the libraries chose (all cores) when
-the last one stops: a process with no server uses every core.
+the last one stops: a process with no server uses every core. A sum of
+every core is that same count, so the pools are left (or put back) as the
+libraries chose, and threadpoolctl is not loaded for it.
 
 Why: OpenBLAS starts one spinning thread per core in every process, so
 three task processes on two cores fight over them and a 1 ms MatMul takes
@@ -121,7 +123,11 @@ def _apply() -> None:
         _limiter.restore_original_limits()
         _limiter = None
     _claimed = _total_locked() if _claims else 0
-    if not _claims:
+    # Every core is the libraries' own count (OpenBLAS's and OpenMP's default,
+    # what a process with no server runs with), so the pools stay as the
+    # libraries chose; threadpoolctl's import and its scan of every loaded
+    # library were a tenth of a warm process's server start.
+    if not _claims or _claimed == host_cores():
         return
     if _controller is None:
         from threadpoolctl import ThreadpoolController

@@ -21,8 +21,7 @@ from typing import Optional
 import grpc
 
 from nbcluster import errors
-from nbcluster.proto import worker_pb2, worker_pb2_grpc
-from nbcluster.rpc.grpc_transport import channels, tls, tokens
+from nbcluster.rpc.grpc_transport import tokens
 
 PROBE_S = 10.0  # a named task not up yet gets this long (wait_for_ready) to answer
 
@@ -61,6 +60,9 @@ class PeerCheck:
                     self._passed.add(tokens.key(address))
 
     def _probe(self, address: str, name: str, what: str) -> None:
+        # a client's modules, loaded by the first probe, not by every server's start
+        from nbcluster.proto import worker_pb2, worker_pb2_grpc
+        from nbcluster.rpc.grpc_transport import channels, tls
         channel = tls.open_channel(address, channels.POLLING_OPTIONS)  # no token sent
         get_status = worker_pb2_grpc.WorkerServiceStub(channel).GetStatus
         try:
