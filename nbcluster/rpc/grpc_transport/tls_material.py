@@ -20,11 +20,10 @@ No grpc import here: launch/ and server/ use it before gRPC loads.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import os
 import stat
 import threading
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from nbcluster.rpc.grpc_transport import tokens
 
@@ -38,9 +37,12 @@ _registered: dict = {}  # tokens.key(address) -> CA PEM bytes
 _lock = threading.Lock()
 
 
-@dataclasses.dataclass(frozen=True)
-class ServerTls:
-    """A task's certificate chain, its private key and its cluster's CA, as PEM bytes."""
+class ServerTls(NamedTuple):
+    """A task's certificate chain, its private key and its cluster's CA, as PEM bytes.
+
+    A NamedTuple, not a frozen dataclass: every server's start imports this
+    module, and a dataclass compiles its methods when defined (2% of a warm
+    process's start)."""
     cert: bytes
     key: bytes
     ca: bytes
