@@ -97,7 +97,7 @@ class GrpcWorkerClient(WorkerControlCalls):
             return self._call(self._status, worker_pb2.GetStatusRequest(), timeout,
                               wait_for_ready)
         except errors.UnimplementedError:
-            pass
+            pass  # the very question _is_ours asks: no need to ask it twice
         return self._hand_over().get_status(timeout, wait_for_ready)
 
     # Where the task is real TensorFlow, these become instance attributes bound to its
