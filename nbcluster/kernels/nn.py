@@ -83,9 +83,13 @@ def _softmax_xent(node, device):
     xp, dtype = device.xp, _dtype(node)
 
     def compute(ctx, features, labels):
-        log_probs = _log_softmax(xp, features)
+        # One exp: the softmax is e / sum(e), its log the shift less log(sum(e)).
+        shifted = features - xp.max(features, axis=-1, keepdims=True)
+        e = xp.exp(shifted)
+        total = xp.sum(e, axis=-1, keepdims=True)
+        log_probs = shifted - xp.log(total)
         loss = -xp.sum(labels * log_probs, axis=-1)
-        backprop = xp.exp(log_probs) - labels
+        backprop = e / total - labels
         return xp.asarray(loss, dtype=dtype), xp.asarray(backprop, dtype=dtype)
 
     return compute

@@ -167,6 +167,27 @@ def test_executor_plans_once_and_runs_many_steps():
     assert float(resources.lookup("localhost", "counter").read()) == 5.0
 
 
+def test_a_variable_kernel_finds_its_resource_anew_after_a_clear():
+    # VariableV2 keeps the resource it found while its ResourceMgr's generation
+    # stays; a clear (Session.reset) drops it, so the next step sees a new one.
+    with tf.Graph().as_default():
+        v = tf.Variable(3.0, name="kept")
+        bump = tf.assign_add(v, 1.0, name="bump")
+    resources = ResourceMgr()
+    init, step = _executor_for([v.initializer]), _executor_for([bump.op])
+    init.run(StepContext(1, resources, "localhost"))
+    step.run(StepContext(2, resources, "localhost"))
+    first = resources.lookup("localhost", "kept")
+    assert float(first.read()) == 4.0
+    resources.clear()
+    with pytest.raises(errors.FailedPreconditionError, match="uninitialized value kept"):
+        step.run(StepContext(3, resources, "localhost"))
+    init.run(StepContext(4, resources, "localhost"))
+    step.run(StepContext(5, resources, "localhost"))
+    assert resources.lookup("localhost", "kept") is not first
+    assert float(resources.lookup("localhost", "kept").read()) == 4.0
+
+
 def test_executor_stats_rows_cover_every_node():
     with tf.Graph().as_default() as g:
         a = tf.constant(2.0, name="a")
