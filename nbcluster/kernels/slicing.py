@@ -76,6 +76,12 @@ def _broadcast_to(node, device):
         dims = host_ints(device, shape, node, "shape")
         xp = module_for(device, x)
         try:
+            # A copy into a new array: np.broadcast_to's Python costs more (copyto also
+            # drops leading 1s of a higher-rank input, which BroadcastTo refuses).
+            if xp is np and x.ndim <= len(dims):
+                out = np.empty(dims, dtype=x.dtype)
+                np.copyto(out, x)
+                return (out,)
             return (xp.array(xp.broadcast_to(x, dims)),)
         except ValueError:
             raise invalid(f"Incompatible shapes: {shape_str(x.shape)} vs. "
