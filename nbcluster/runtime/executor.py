@@ -136,7 +136,7 @@ class Executor:
             release.setdefault(i, []).append(src)
         # A cheap or blocking kernel never gets a thread (`_StepRun._push_locked`):
         # only the others need their time.
-        program = tuple((i, self.kernels[i], _arguments(wiring), tuple(release.get(i, ())),
+        program = tuple((i, self.kernels[i], *_arguments(wiring), tuple(release.get(i, ())),
                          self.timed and not (self.blocking[i] or self.cheap[i]))
                         for i, wiring in kept)
         return template, program
@@ -175,16 +175,16 @@ class Executor:
         values = list(self._template)
         cancellation, cost = ctx.cancellation, self.cost
         clock = time.perf_counter
-        for i, kernel, (n, a, b, wiring), release, timed in self._program:
+        for i, kernel, n, a, j, b, k, wiring, release, timed in self._program:
             if cancellation.error is not None:
                 return
             if timed:
                 start = clock()
             try:
                 if n == 2:  # the common cases: up to two inputs, no variable's read
-                    values[i] = kernel(ctx, values[a[0]][a[1]], values[b[0]][b[1]])
+                    values[i] = kernel(ctx, values[a][j], values[b][k])
                 elif n == 1:
-                    values[i] = kernel(ctx, values[a[0]][a[1]])
+                    values[i] = kernel(ctx, values[a][j])
                 elif n == 0:
                     values[i] = kernel(ctx)
                 else:
@@ -406,12 +406,13 @@ def _nothing() -> None:
 
 
 def _arguments(wiring: tuple) -> tuple:
-    """(n, a, b, wiring) of an inline program's entry: n inputs, up to two that are
-    no variable's read, read from (source, output) pairs a and b; else n = -1."""
+    """(n, a, j, b, k, wiring) of an inline program's entry: n inputs, up to two
+    that are no variable's read, output j of node a and output k of node b;
+    else n = -1 (`wiring` then)."""
     if len(wiring) <= 2 and not any(deref for _, _, deref in wiring):
-        pairs = [(src, k) for src, k, _ in wiring] + [None, None]
-        return len(wiring), pairs[0], pairs[1], wiring
-    return -1, None, None, wiring
+        flat = [x for src, out, _ in wiring for x in (src, out)] + [0] * 4
+        return (len(wiring), *flat[:4], wiring)
+    return (-1, 0, 0, 0, 0, wiring)
 
 
 # Sets of costly nodes remembered per plan (they change when kernel times cross
