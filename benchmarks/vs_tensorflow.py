@@ -265,6 +265,20 @@ def _table(rows: list) -> str:
     return "\n".join(out)
 
 
+def _blas_context() -> dict:
+    """numpy's BLAS as the task processes load it: a forced OPENBLAS_CORETYPE picks
+    its kernels (Haswell's AVX2 sgemm takes ~1.8x SkylakeX's on an AVX-512 host),
+    which TF's oneDNN does not use."""
+    try:
+        import numpy  # noqa: F401 - threadpoolctl sees only loaded libraries
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return {}
+    return {"blas": [f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')}"
+                     for i in threadpool_info() if i.get("user_api") == "blas"],
+            "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -293,7 +307,8 @@ def main() -> None:
     print(json.dumps({"bench": "vs_tensorflow", "figure": "context",
                       "python": platform.python_version(), "cpus": os.cpu_count(),
                       "loadavg_1m": round(os.getloadavg()[0], 2), "rounds": rounds, **opts,
-                      "tensorflow": have_tf, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}),
+                      "tensorflow": have_tf, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                      **_blas_context()}),
           flush=True)
     samples = {f: {impl: [] for impl in impls} for f in FIGURES}
     for r in range(rounds):

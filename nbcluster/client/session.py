@@ -69,6 +69,7 @@ class Session:
         # fetch structure or feed key stays right for the session's life.
         self._structures: dict = {}
         self._feed_tensors: dict = {}
+        self._fed_shapes: dict = {}  # (tensor, shape) found compatible -> the tensor's shape then
 
     graph = property(lambda self: self._graph)
     sess_str = property(lambda self: self._target)
@@ -124,7 +125,7 @@ class Session:
             tensor = self._feed_tensors.get(key) if _hashable(key) else None
             if tensor is None:
                 tensor = self._feed_tensor(key)
-            feeds[tensor.name] = _feed_value(tensor, value)
+            feeds[tensor.name] = _feed_value(tensor, value, self._fed_shapes)
         return feeds
 
     def _feed_tensor(self, key):
@@ -199,7 +200,10 @@ def _hashable(key) -> bool:
     return True
 
 
-def _feed_value(tensor: Tensor, value) -> np.ndarray:
+def _feed_value(tensor: Tensor, value, known: Optional[dict] = None) -> np.ndarray:
+    """`value` as the array fed for `tensor`; `known` maps the (tensor, shape) pairs
+    already found compatible to the tensor's static shape then (`set_shape` makes a
+    new one), and gets each new pair."""
     if isinstance(value, Tensor) or hasattr(value, "_as_graph_element"):
         raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed "
                         "values include Python scalars, strings, lists, numpy ndarrays, "
@@ -213,9 +217,15 @@ def _feed_value(tensor: Tensor, value) -> np.ndarray:
         except (TypeError, ValueError) as e:
             raise ValueError(f"Cannot feed value {value!r} for Tensor '{tensor.name}' of "
                              f"dtype {tensor.dtype.name}: {e}") from None
+    if known is not None and known.get((tensor, array.shape)) is tensor.shape:
+        return array
     if not tensor.shape.is_compatible_with(array.shape):
         raise ValueError(f"Cannot feed value of shape {array.shape} for Tensor "
                          f"'{tensor.name}', which has shape '{tensor.shape}'")
+    if known is not None:
+        if len(known) >= _CACHED_STRUCTURES:
+            known.clear()
+        known[(tensor, array.shape)] = tensor.shape
     return array
 
 

@@ -38,6 +38,8 @@ def host_ints(device, value, node, what: str, vector: bool = True) -> list:
         raise invalid(f"{what} must be a vector, got shape {shape_str(array.shape)}", node)
     if not vector and array.size != 1:
         raise invalid(f"{what} must be a scalar, got shape {shape_str(array.shape)}", node)
+    if array.dtype.kind in "iu":  # tolist gives Python ints, in C
+        return array.ravel().tolist()
     return [int(v) for v in array.reshape(-1)]
 
 

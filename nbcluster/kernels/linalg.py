@@ -9,7 +9,7 @@ import numpy as np
 
 from nbcluster.kernels.math import DEVICES
 from nbcluster.runtime import row_split
-from nbcluster.runtime.blas_width import WidthChooser
+from nbcluster.runtime.blas_width import MIN_MACS, WidthChooser
 from nbcluster.runtime.kernel_table import register_kernel
 
 
@@ -30,6 +30,8 @@ def _matmul(node, device):
         a, b = a.T if ta else a, b.T if tb else b
         if a.ndim == 2 and b.ndim == 2:
             macs = a.shape[0] * a.shape[1] * b.shape[1]
+            if macs < MIN_MACS:  # one BLAS thread by itself: nothing to choose
+                return (np.matmul(a, b),)
             split = (lambda threads: row_split.matmul(a, b, threads)) \
                 if row_split.splittable(a, b) else None
             return (width.call(lambda: np.matmul(a, b), macs, split),)

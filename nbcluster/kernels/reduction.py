@@ -37,6 +37,8 @@ def _accumulator(dtype):
 
 
 def _sum(xp, x, axes, keep):
+    if xp is np:  # the ufunc itself: np.sum's Python wrapper cost more than a small sum
+        return np.add.reduce(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype))
     return xp.sum(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype))
 
 

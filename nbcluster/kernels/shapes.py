@@ -5,6 +5,8 @@ inputs (shape, perm, dim) are read on the host.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from nbcluster.framework import dtypes
@@ -29,7 +31,7 @@ def _resolve(dims: list, total: int, node) -> list:
     for i, d in enumerate(dims):
         if d < -1:
             raise invalid(f"Size {i} must be non-negative, not {d}", node)
-    known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
+    known = math.prod(d for d in dims if d != -1)  # np.prod of a list cost more than a Reshape
     if unknown:
         if known == 0 or total % known:
             if known == 0 and total == 0:

@@ -14,10 +14,20 @@ def _variable(node, device):
     name = node.attrs.get("shared_name") or node.name
     dtype, shape = node.attrs["dtype"], node.attrs["shape"]
 
+    # What the last step found: (resources, their generation, container, outputs).
+    found: list = [(None, -1, None, None)]
+
     def variable(ctx):
-        return (ctx.resources.lookup_or_create(
-            container or ctx.default_container, name,
-            lambda: VariableResource(node.name, dtype, shape), VariableResource),)
+        mgr, where = ctx.resources, container or ctx.default_container
+        last_mgr, generation, last_where, outputs = found[0]
+        if last_mgr is mgr and generation == mgr.generation and last_where == where:
+            return outputs
+        generation = mgr.generation  # read first: a clear meanwhile makes it stale
+        outputs = (mgr.lookup_or_create(where, name,
+                                        lambda: VariableResource(node.name, dtype, shape),
+                                        VariableResource),)
+        found[0] = (mgr, generation, where, outputs)
+        return outputs
     return variable
 
 

@@ -17,6 +17,7 @@ import contextlib
 import numpy as np
 
 from nbcluster import errors
+from nbcluster.kernels.array import shape_str
 from nbcluster.kernels.resource_variables import no_outputs
 from nbcluster.runtime.kernel_table import register_kernel
 
@@ -82,23 +83,36 @@ def _checked_dtype(node, refs: list, grad):
     for name, ref in zip(("var", "accum" if len(refs) == 2 else "m", "v"), refs):
         shape = tuple(ref.read().shape)
         if shape != tuple(grad.shape):
-            raise errors.InvalidArgumentError(
-                None, None, f"{name} and grad do not have the same shape"
-                            f"{list(shape)} {list(grad.shape)}", node_name=node.name)
+            raise _shape_error(node, name, shape, grad)
     return refs[0].read().dtype
 
 
-def _updated_in_place(update, scratch: dict, ref, rest: list, dtype) -> bool:
+def _shape_error(node, name: str, shape: tuple, grad) -> errors.InvalidArgumentError:
+    # TF names the gradient input as the op does (ApplyGradientDescent's is delta).
+    what = "delta" if node.op.endswith("ApplyGradientDescent") else "grad"
+    return errors.InvalidArgumentError(
+        None, None, f"{name} and {what} do not have the same shape"
+                    f"{shape_str(shape)} {shape_str(grad.shape)}", node_name=node.name)
+
+
+def _updated_in_place(node, update, scratch: dict, ref, rest: tuple, grad, dtype) -> bool:
     """Runs `update` in `ref`'s own array if nothing else holds it; whether it did.
 
     `scratch` is the kernel's: one work array per shape, reused every step
     (the variable's lock, held meanwhile, serializes the node's updates).
+    `dtype` is the variable's, or None when not read yet: the shapes are
+    checked here then, on the array itself.
     """
-    if any(getattr(r, "dtype", dtype) != dtype for r in rest):
-        return False  # a promotion would change the result's dtype: replace instead
     with ref.sole_array() as var:
         if var is None:
             return False
+        if dtype is None:
+            if var.shape != tuple(grad.shape):
+                raise _shape_error(node, "var", var.shape, grad)
+            dtype = var.dtype
+        for r in rest:
+            if getattr(r, "dtype", dtype) != dtype:
+                return False  # a promotion would change the result's dtype: replace instead
         work = scratch.get(var.shape)
         if work is None or work.dtype != var.dtype:
             work = scratch[var.shape] = np.empty_like(var)
@@ -116,18 +130,29 @@ def _factory(op_type: str):
         in_place = _IN_PLACE.get(op_type) if xp is np else None
         scratch: dict = {}
 
-        def compute(ctx, *inputs):
-            refs, rest = list(inputs[:n_refs]), list(inputs[n_refs:])
-            with _locked(refs, use_locking):
-                dtype = _checked_dtype(node, refs, inputs[grad_index])
-                if in_place is not None and _updated_in_place(in_place, scratch, refs[0], rest,
-                                                                 dtype):
-                    return (refs[0],)
-                current = [ref.read() for ref in refs]
-                new = rule(xp, attrs, *current, *rest)
-                for ref, value in zip(refs, new):
-                    ref.write(xp.asarray(value, dtype=dtype))
+        def update(inputs):
+            refs, rest = inputs[:n_refs], inputs[n_refs:]
+            grad = inputs[grad_index]
+            # One ref and no lock: the in-place path reads and checks the array itself.
+            dtype = None if n_refs == 1 and not use_locking else \
+                _checked_dtype(node, list(refs), grad)
+            if in_place is not None and _updated_in_place(node, in_place, scratch, refs[0],
+                                                          rest, grad, dtype):
+                return (refs[0],)
+            if dtype is None:
+                dtype = _checked_dtype(node, list(refs), grad)
+            current = [ref.read() for ref in refs]
+            new = rule(xp, attrs, *current, *rest)
+            for ref, value in zip(refs, new):
+                ref.write(xp.asarray(value, dtype=dtype))
             return (refs[0],)
+
+        if not use_locking:
+            return lambda ctx, *inputs: update(inputs)
+
+        def compute(ctx, *inputs):
+            with _locked(list(inputs[:n_refs]), True):
+                return update(inputs)
 
         return compute
 

@@ -66,6 +66,7 @@ class MasterSession:
         self.nodes: dict[str, Node] = {}
         self.graph_version = 0  # TF's: 0 at creation, one more per ExtendSession
         self.plans: dict[tuple, StepPlan] = {}
+        self.fed_dtypes: set = set()  # (tensor, dtype) feeds found right (check_feed_dtypes)
         self.lock = threading.RLock()  # planning (under it) registers workers too
         self.steps: set = set()
         self.closed: Optional[errors.OpError] = None
@@ -320,7 +321,7 @@ class Master:
             again re-plans on the new incarnation, as in TF.
         """
         session = self._session(handle)
-        check_feed_dtypes(session.nodes, feeds)
+        check_feed_dtypes(session.nodes, feeds, session.fed_dtypes)
         signature = (tuple(sorted(feeds)), tuple(fetches), tuple(sorted(targets)))
         plan = session.plans.get(signature)
         if plan is None:

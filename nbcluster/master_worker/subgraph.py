@@ -6,6 +6,8 @@ Rule: pure functions of (nodes, feeds, fetches, targets); no I/O.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from nbcluster import errors
 from nbcluster.framework import dtypes
 from nbcluster.framework.node import Node, parse_input
@@ -77,17 +79,22 @@ def fetch_node(tensor: str, device: str, nodes: dict) -> Node:
                  "T": output_dtype(nodes[src], index)})
 
 
-def check_feed_dtypes(nodes: dict, feeds: dict) -> None:
+def check_feed_dtypes(nodes: dict, feeds: dict, known: Optional[set] = None) -> None:
     """Refuses a fed value whose dtype is not the graph's for that tensor.
 
     A client converts feeds to the tensor's dtype before sending them (TF's
     Session.run does too); a request that still disagrees is a peer's
-    mistake, not something to cast quietly.
+    mistake, not something to cast quietly. `known`, when given, holds the
+    (tensor, numpy dtype) pairs found right before (a graph's names never
+    change meaning), and gets each new one.
 
     Raises:
       InvalidArgumentError: naming the tensor and both dtypes.
     """
     for name, value in feeds.items():
+        key = (name, getattr(value, "dtype", None))
+        if known is not None and key in known:
+            continue
         op, sep, index = name.rpartition(":")
         node = nodes.get(op) if sep and index.isdigit() else None
         types = node.attrs.get("_output_types") if node is not None else None
@@ -103,3 +110,10 @@ def check_feed_dtypes(nodes: dict, feeds: dict) -> None:
             raise errors.InvalidArgumentError(
                 None, None, f"Feed for tensor {name} is {shown}, but the graph's {name} is "
                             f"{getattr(declared, 'name', declared)}", node_name=op)
+        if known is not None and key[1] is not None:
+            if len(known) >= _KNOWN_FEEDS:
+                known.clear()
+            known.add(key)
+
+
+_KNOWN_FEEDS = 1024

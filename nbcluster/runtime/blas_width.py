@@ -83,8 +83,16 @@ def _find_setters() -> list:
     for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
         # threadpoolctl lets one thread own OpenBLAS's limits (the one that set
         # them first); a per-call count from an executor thread must bypass that.
-        out.append((lib.get_num_threads,
-                    getattr(lib, "_real_set_num_threads", None) or lib.set_num_threads))
+        get, put = lib.get_num_threads, \
+            getattr(lib, "_real_set_num_threads", None) or lib.set_num_threads
+        # OpenBLAS's own pair, found once (threadpoolctl looks them up every call).
+        symbol = getattr(lib, "_get_symbol", None)
+        if symbol is not None and getattr(lib, "internal_api", "") == "openblas" and \
+                getattr(lib, "threading_layer", "") != "openmp":
+            found = symbol("openblas_get_num_threads"), symbol("openblas_set_num_threads")
+            if None not in found:
+                get, put = found
+        out.append((get, put))
     return out
 
 

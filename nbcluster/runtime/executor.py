@@ -103,6 +103,43 @@ class Executor:
                                 for node in self.nodes)
         self.timed = self.parallelism > 1
         self._spread_seen: dict = {}  # costly nodes -> whether two of them are independent
+        self._template, self._program = self._inline_program()
+
+    def _inline_program(self) -> tuple:
+        """The run on the calling thread, planned once: every node in topological
+        order, less those that compute nothing. A NoOp has no outputs; a Const's
+        value is the same array every step (put in the run's first values); an
+        Identity of a value (not a variable's read, which must happen in its
+        place in the order) forwards it, so its consumers read its input instead.
+        Each entry: (node, kernel, wiring, values to drop after it)."""
+        template: list = [None] * len(self.nodes)
+        forward: dict = {}  # an elided Identity -> the (source, output) it forwards
+        kept = []
+        for i, node in enumerate(self.nodes):
+            wiring = tuple(forward.get(src, (src, k)) + (deref,) if k == 0 else (src, k, deref)
+                           for src, k, deref in self.inputs[i])
+            if node.op == "NoOp":
+                continue
+            if node.op == "Const" and not wiring:
+                template[i] = self.kernels[i](None)
+                continue
+            if node.op == "Identity" and len(wiring) == 1 and not wiring[0][2]:
+                forward[i] = wiring[0][:2]
+                continue
+            kept.append((i, wiring))
+        last: dict = {}
+        for i, wiring in kept:
+            for src, _, _ in wiring:
+                last[src] = i
+        release: dict = {}
+        for src, i in last.items():
+            release.setdefault(i, []).append(src)
+        # A cheap or blocking kernel never gets a thread (`_StepRun._push_locked`):
+        # only the others need their time.
+        program = tuple((i, self.kernels[i], *_arguments(wiring), tuple(release.get(i, ())),
+                         self.timed and not (self.blocking[i] or self.cheap[i]))
+                        for i, wiring in kept)
+        return template, program
 
     def run(self, ctx) -> Optional[list]:
         """Runs every node once; returns raw stats rows if `ctx.collect_stats`."""
@@ -114,13 +151,16 @@ class Executor:
         try:
             with np.errstate(all="ignore"):  # every kernel's: TF's warn about nothing
                 if not self.any_blocking and (self.parallelism == 1 or not self._spread_pays()):
-                    values: list = [None] * len(self.nodes)
-                    release = self.release_after
-                    for i in range(len(self.nodes)):
-                        if not self._execute(i, values, ctx, stats):
-                            break
-                        for src in release[i]:
-                            values[src] = None
+                    if stats is None:
+                        self._run_inline(ctx)
+                    else:  # every node, for its stats row
+                        values: list = [None] * len(self.nodes)
+                        release = self.release_after
+                        for i in range(len(self.nodes)):
+                            if not self._execute(i, values, ctx, stats):
+                                break
+                            for src in release[i]:
+                                values[src] = None
                 else:
                     _StepRun(self, ctx, stats, held).run()
         finally:
@@ -129,6 +169,36 @@ class Executor:
         if ctx.cancellation.error is not None:
             raise ctx.cancellation.error
         return stats
+
+    def _run_inline(self, ctx) -> None:
+        """`_execute` of every node of the planned program, on this thread."""
+        values = list(self._template)
+        cancellation, cost = ctx.cancellation, self.cost
+        clock = time.perf_counter
+        for i, kernel, n, a, j, b, k, wiring, release, timed in self._program:
+            if cancellation.error is not None:
+                return
+            if timed:
+                start = clock()
+            try:
+                if n == 2:  # the common cases: up to two inputs, no variable's read
+                    values[i] = kernel(ctx, values[a][j], values[b][k])
+                elif n == 1:
+                    values[i] = kernel(ctx, values[a][j])
+                elif n == 0:
+                    values[i] = kernel(ctx)
+                else:
+                    values[i] = kernel(ctx, *[values[src][k].read() if deref else values[src][k]
+                                              for src, k, deref in wiring])
+            except Exception as e:  # noqa: BLE001 - every kernel failure becomes an OpError
+                cancellation.cancel(as_op_error(e, self.names[i]))
+                return
+            if timed:
+                took, last = clock() - start, cost[i]
+                # A preempted kernel looks slow once: a rise counts an eighth, a fall all.
+                cost[i] = took if took < last or not last else last + (took - last) * 0.125
+            for src in release:
+                values[src] = None
 
     def _spread_pays(self) -> bool:
         """Whether two kernels that took long enough last step to be worth a thread
@@ -333,6 +403,16 @@ class _StepRun:
 
 def _nothing() -> None:
     pass
+
+
+def _arguments(wiring: tuple) -> tuple:
+    """(n, a, j, b, k, wiring) of an inline program's entry: n inputs, up to two
+    that are no variable's read, output j of node a and output k of node b;
+    else n = -1 (`wiring` then)."""
+    if len(wiring) <= 2 and not any(deref for _, _, deref in wiring):
+        flat = [x for src, out, _ in wiring for x in (src, out)] + [0] * 4
+        return (len(wiring), *flat[:4], wiring)
+    return (-1, 0, 0, 0, 0, wiring)
 
 
 # Sets of costly nodes remembered per plan (they change when kernel times cross

@@ -5,10 +5,9 @@ so every session and graph on a task that names the same variable shares it.
 """
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Callable, Iterable, Optional
 
 import numpy as np
 
@@ -46,24 +45,39 @@ class VariableResource:
         with self._swap:
             self._value = value
 
-    @contextlib.contextmanager
-    def sole_array(self) -> Iterator[Optional[np.ndarray]]:
-        """Yields the array, writable, when no one but this variable holds it
-        (no fetch, Send, view or step input: CPython's reference count says so),
-        so an update may write into it; else None. Readers wait meanwhile."""
-        with self._swap:
-            value = self._value
-            # The references: self._value, `value`, and getrefcount's argument.
-            if type(value) is np.ndarray and value.base is None and \
-                    sys.getrefcount(value) <= 3:
-                value.flags.writeable = True
-                try:
-                    yield value
-                finally:
-                    value.flags.writeable = False
-            else:
-                value = None
-                yield None
+    def sole_array(self) -> "_SoleArray":
+        """A context whose value is the array, writable, when no one but this variable
+        holds it (no fetch, Send, view or step input: CPython's reference count says
+        so), so an update may write into it; else None. Readers wait meanwhile."""
+        return _SoleArray(self)
+
+
+class _SoleArray:
+    """`VariableResource.sole_array`'s context (a class: a generator's costs a
+    training step more than the small updates it guards)."""
+
+    __slots__ = ("_res", "_array")
+
+    def __init__(self, res: VariableResource) -> None:
+        self._res = res
+        self._array = None
+
+    def __enter__(self) -> Optional[np.ndarray]:
+        res = self._res
+        res._swap.acquire()
+        value = res._value
+        # The references: res._value, `value`, and getrefcount's argument.
+        if type(value) is np.ndarray and value.base is None and sys.getrefcount(value) <= 3:
+            value.flags.writeable = True
+            self._array = value
+            return value
+        return None
+
+    def __exit__(self, *exc) -> None:
+        array, self._array = self._array, None
+        if array is not None:
+            array.flags.writeable = False
+        self._res._swap.release()
 
 
 class ResourceMgr:
@@ -72,6 +86,9 @@ class ResourceMgr:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._containers: dict[str, dict[str, object]] = {}
+        # One more each time a resource may have gone (delete, clear): a kernel that
+        # keeps what it found may keep it while this stays the same.
+        self.generation = 0
 
     def lookup_or_create(self, container: str, name: str, create: Callable[[], object],
                          kind: type):
@@ -92,6 +109,7 @@ class ResourceMgr:
                 for name, found in entries.items():
                     if found is resource:
                         del entries[name]
+                        self.generation += 1
                         return True
         return False
 
@@ -104,6 +122,7 @@ class ResourceMgr:
         with self._lock:
             names = list(self._containers) if containers is None else list(containers)
             dropped = [self._containers.pop(n, {}) for n in names]
+            self.generation += 1
         for container in dropped:
             for resource in container.values():
                 close = getattr(resource, "cancel_all", None)

@@ -99,6 +99,13 @@ def run_blocks(fn, blocks: list, threads: int) -> None:
                 wait = job.busy > 0
                 if wait:
                     job.done = threading.Event()
+                # Out of the queue now, not when a helper next looks: its closure
+                # holds the operands, and a variable's array someone holds is
+                # copied on update instead of updated in place.
+                try:
+                    _jobs.remove(job)
+                except ValueError:
+                    pass
                 break
             i = job.next
             job.next += 1
@@ -108,6 +115,7 @@ def run_blocks(fn, blocks: list, threads: int) -> None:
             job.error = e
     if wait:
         job.done.wait()
+    job.fn = None  # no helper holds the job now: nor may it hold the operands
     if job.error is not None:
         raise job.error
 

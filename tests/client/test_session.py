@@ -129,6 +129,37 @@ def test_feed_shape_mismatch_names_tensor_and_shapes(graph):
     assert "inputs:0" in message and "(3, 3)" in message
 
 
+def test_a_feed_shape_checked_once_is_checked_again_after_set_shape(graph):
+    # The session keeps the feed shapes it found compatible, against the
+    # tensor's static shape then: set_shape narrows it, so the check runs anew.
+    x = tf.placeholder(tf.float32, [None, 2], name="inputs")
+    y = tf.identity(x)
+    with tf.Session() as sess:
+        for _ in range(2):
+            np.testing.assert_array_equal(sess.run(y, {x: np.ones((3, 2))}), np.ones((3, 2)))
+        x.set_shape([4, 2])
+        with pytest.raises(ValueError, match=r"shape \(3, 2\).*inputs:0"):
+            sess.run(y, {x: np.ones((3, 2))})
+        np.testing.assert_array_equal(sess.run(y, {x: np.ones((4, 2))}), np.ones((4, 2)))
+
+
+def test_the_master_refuses_a_feed_of_another_dtype_after_right_ones(graph):
+    # The master keeps the (tensor, dtype) feeds it found right; a request that
+    # then feeds another dtype is still refused (a client sends converted feeds,
+    # so this is a peer's mistake: run_step is called as a transport would).
+    x = tf.placeholder(tf.float32, [2], name="fed")
+    y = x * 2.0
+    with tf.Session() as sess:
+        sess.run(y, {x: [1.0, 2.0]})
+        master, handle = sess._master, sess._handle
+        for _ in range(2):
+            values, _ = master.run_step(handle, {"fed:0": np.ones(2, np.float32)}, [y.name], [])
+            np.testing.assert_array_equal(values[0], [2.0, 2.0])
+        with pytest.raises(errors.InvalidArgumentError,
+                           match="Feed for tensor fed:0 is int32, but the graph's fed:0 is float32"):
+            master.run_step(handle, {"fed:0": np.ones(2, np.int32)}, [y.name], [])
+
+
 def test_feed_bad_dtype_names_tensor(graph):
     x = tf.placeholder(tf.float32, [], name="num")
     with tf.Session() as sess:

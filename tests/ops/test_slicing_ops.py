@@ -71,6 +71,12 @@ def test_broadcast_to():
     shape = tf.placeholder(tf.int32, [2])
     with pytest.raises(errors.InvalidArgumentError, match=r"Incompatible shapes: \[3,1\]"):
         run(tf.broadcast_to(tf.constant(x), shape), {shape: [4, 4]})
+    # A shape of lower rank than the input is refused, even where only 1s are
+    # in excess (a plain copy into the output would drop them).
+    row = tf.constant(sample((1, 3), np.int32))
+    one_d = tf.placeholder(tf.int32, [None])  # its length unknown until run
+    with pytest.raises(errors.InvalidArgumentError, match=r"Incompatible shapes: \[1,3\]"):
+        run(tf.broadcast_to(row, one_d), {one_d: [3]})
 
 
 def test_invert_permutation():

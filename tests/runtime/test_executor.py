@@ -167,6 +167,27 @@ def test_executor_plans_once_and_runs_many_steps():
     assert float(resources.lookup("localhost", "counter").read()) == 5.0
 
 
+def test_a_variable_kernel_finds_its_resource_anew_after_a_clear():
+    # VariableV2 keeps the resource it found while its ResourceMgr's generation
+    # stays; a clear (Session.reset) drops it, so the next step sees a new one.
+    with tf.Graph().as_default():
+        v = tf.Variable(3.0, name="kept")
+        bump = tf.assign_add(v, 1.0, name="bump")
+    resources = ResourceMgr()
+    init, step = _executor_for([v.initializer]), _executor_for([bump.op])
+    init.run(StepContext(1, resources, "localhost"))
+    step.run(StepContext(2, resources, "localhost"))
+    first = resources.lookup("localhost", "kept")
+    assert float(first.read()) == 4.0
+    resources.clear()
+    with pytest.raises(errors.FailedPreconditionError, match="uninitialized value kept"):
+        step.run(StepContext(3, resources, "localhost"))
+    init.run(StepContext(4, resources, "localhost"))
+    step.run(StepContext(5, resources, "localhost"))
+    assert resources.lookup("localhost", "kept") is not first
+    assert float(resources.lookup("localhost", "kept").read()) == 4.0
+
+
 def test_executor_stats_rows_cover_every_node():
     with tf.Graph().as_default() as g:
         a = tf.constant(2.0, name="a")
@@ -175,6 +196,44 @@ def test_executor_stats_rows_cover_every_node():
     rows = executor.run(_context(collect_stats=True))
     names = {executor.nodes[i].name for i, *_ in rows}
     assert names == {op.name for op in g.get_operations()}
+
+
+def _reads_bumps_and_forwards():
+    v = tf.Variable(1.0, name="v")
+    c = tf.constant(2.0, name="c")
+    read = tf.identity(v, name="read")
+    with tf.control_dependencies([read]):  # the read sees v before the bump
+        bump = tf.assign_add(v, c, name="bump")
+    fwd = tf.identity(tf.identity(c * 3.0, name="id1"), name="id2")
+    with tf.control_dependencies([bump]):
+        after = v.read_value()  # ... and this read (not v's snapshot v/read) after it
+        done = tf.no_op(name="done")
+    return v, tf.add(fwd, read, name="total"), after, done
+
+
+def test_inline_program_skips_nodes_that_compute_nothing():
+    # NoOps, Consts and Identities of values leave the planned inline run; a
+    # variable's read stays (its place in the order decides what it sees).
+    with tf.Graph().as_default():
+        _, total, after, done = _reads_bumps_and_forwards()
+    step = _executor_for([total.op, after.op, done])
+    kept = {step.names[entry[0]] for entry in step._program}
+    assert {"c", "id1", "id2", "read", "done"}.isdisjoint(kept)
+    assert {"v/read", after.op.name, "bump", "mul", "total"} <= kept
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_skipped_nodes_keep_their_values_and_order(threads):
+    with tf.Graph().as_default():
+        v, total, after, done = _reads_bumps_and_forwards()
+        config = tf.ConfigProto(inter_op_parallelism_threads=threads)
+        with tf.Session(config=config) as sess:
+            sess.run(v.initializer)
+            for step in range(3):
+                before = 1.0 + 2.0 * step
+                got_total, got_after, _ = sess.run([total, after, done])
+                assert (got_total, got_after) == (6.0 + before, before + 2.0)
+            assert sess.run(v) == 7.0
 
 
 def test_executor_rejects_unknown_inputs():

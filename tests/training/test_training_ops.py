@@ -124,7 +124,8 @@ def test_run_time_shape_mismatch_is_invalid_argument():
     op = training_ops.apply_gradient_descent(var, 0.5, grad)
     with tf.Session() as sess:
         sess.run(var.initializer)
-        with pytest.raises(errors.InvalidArgumentError, match=r"\[3, 4\] \[2\]"):
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"var and delta do not have the same shape\[3,4\] \[2\]"):
             sess.run(op, {grad: np.ones(2, np.float32)})
         np.testing.assert_array_equal(sess.run(var), VAR)  # nothing written
 
@@ -143,3 +144,22 @@ def test_use_locking_serializes_concurrent_updates():
         for t in threads:
             t.join()
         np.testing.assert_array_equal(sess.run(var), np.full(1000, -200.0))
+
+
+@pytest.mark.parametrize("use_locking", [False, True])
+def test_apply_gradient_descent_of_another_shape_fails_as_tf_and_keeps_the_variable(use_locking):
+    # The unlocked in-place path checks the shape on the array itself; both
+    # paths give TF's error, name the node, and leave the variable as it was.
+    var = tf.Variable(VAR)
+    delta = tf.placeholder(tf.float32)
+    op = training_ops.apply_gradient_descent(var, 0.5, delta, use_locking=use_locking,
+                                             name="sgd")
+    with tf.Session() as sess:
+        sess.run(var.initializer)
+        with pytest.raises(errors.InvalidArgumentError, match=r"var and delta do not have "
+                                                              r"the same shape\[3,4\] \[4,3\]") as e:
+            sess.run(op, {delta: np.ones((4, 3), np.float32)})
+        assert e.value.node_name == "sgd"
+        np.testing.assert_array_equal(sess.run(var), VAR)
+        sess.run(op, {delta: GRAD})  # the kernel still updates after the failure
+        np.testing.assert_allclose(sess.run(var), VAR - 0.5 * GRAD, rtol=1e-6)
