@@ -579,10 +579,12 @@ def test_processes_filters_skip_a_dead_task_and_a_needed_one_fails_fast(cluster_
 def test_processes_hung_task_gives_deadline_exceeded(cluster_factory):
     import os
     import signal
+
+    from process_checks import stop_process
     cluster = cluster_factory({"ps": 1, "worker": 1})
     g, v = _ps_graph()
-    os.kill(cluster.pid("ps", 0), signal.SIGSTOP)
     try:
+        stop_process(cluster.pid("ps", 0))  # stopped before the step: it must not answer
         with g.as_default():
             config = tf.ConfigProto(operation_timeout_in_ms=1000)
             with tf.Session(cluster.target("worker", 0), config=config) as sess:
