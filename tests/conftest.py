@@ -154,3 +154,14 @@ def local_cluster(request, cluster_factory):
     """A started cluster of task processes: {"ps": 1, "worker": 2} unless the
     test parametrizes it indirectly with another {job: count}."""
     return cluster_factory(getattr(request, "param", None))
+
+
+@pytest.fixture
+def refused_port() -> int:
+    """A 127.0.0.1 port that refuses connections for the whole test: bound, never
+    listening, and held (a port bound and released may be any process's by the
+    time the test connects: a busy host's servers take ports all the time)."""
+    import socket
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]

@@ -9,7 +9,7 @@ import time
 # the same rule the sidebar's stop waits by, so tests and it agree on "gone".
 from nbcluster.launch.records import alive
 
-__all__ = ["alive", "wait_gone", "kill_pids", "error_lines", "process_table"]
+__all__ = ["alive", "wait_gone", "kill_pids", "stop_process", "error_lines", "process_table"]
 
 
 def wait_gone(pids, timeout: float = 15.0) -> list:
@@ -29,6 +29,42 @@ def kill_pids(pids) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def stop_process(pid: int, timeout: float = 30.0) -> None:
+    """SIGSTOPs `pid` and returns once every one of its threads is stopped.
+
+    The signal takes effect when each thread is next scheduled, which on a
+    loaded host came after a call to the task was already answered (or had
+    run for a while): what a test measures from here is the stopped task's.
+    Raises TimeoutError if some thread still runs after `timeout` seconds.
+    """
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while True:
+        states = _thread_states(pid)
+        if states and all(state in "Tt" for state in states):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"pid {pid} still has running threads ({states}) "
+                               f"{timeout:g}s after SIGSTOP")
+        time.sleep(0.01)
+
+
+def _thread_states(pid: int) -> list:
+    """The state letter of each thread of `pid` ("T": stopped), from /proc."""
+    states = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return states
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):  # a thread that ended meanwhile
+            continue
+    return states
 
 
 def error_lines(text: str) -> list:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import collections
-import socket
 import threading
 import time
 
@@ -22,13 +21,6 @@ Pair = collections.namedtuple("Pair", "first second")
 def graph():
     with tf.Graph().as_default() as g:
         yield g
-
-
-def _dead_port() -> int:
-    """A 127.0.0.1 port nothing listens on (bound and released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- the basics over the wire --------------------------------------------------
@@ -173,8 +165,8 @@ def test_bad_device_string_is_invalid_argument(server_target, graph):
             sess.run(a)
 
 
-def test_down_target_is_unavailable_after_the_operation_timeout(graph):
-    target = f"grpc://127.0.0.1:{_dead_port()}"
+def test_down_target_is_unavailable_after_the_operation_timeout(graph, refused_port):
+    target = f"grpc://127.0.0.1:{refused_port}"
     start = time.monotonic()
     with pytest.raises(errors.UnavailableError, match=target):
         tf.Session(target, config=tf.ConfigProto(operation_timeout_in_ms=1000)).run(
@@ -194,8 +186,8 @@ def test_server_killed_mid_session_is_unavailable(server_factory, graph):
     assert time.monotonic() - start < 10
 
 
-def test_reset_unreachable_target_is_deadline_exceeded():
-    target = f"grpc://127.0.0.1:{_dead_port()}"
+def test_reset_unreachable_target_is_deadline_exceeded(refused_port):
+    target = f"grpc://127.0.0.1:{refused_port}"
     config = tf.ConfigProto(operation_timeout_in_ms=500)
     start = time.monotonic()
     with pytest.raises(errors.DeadlineExceededError):

@@ -509,12 +509,12 @@ def test_session_reset_clears_every_task_and_names_a_dead_one(two_servers):
     assert "/job:worker/replica:0/task:1" in str(info.value)
 
 
-def test_get_status_of_a_down_or_hung_task_is_bounded():
+def test_get_status_of_a_down_or_hung_task_is_bounded(refused_port):
     from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
     hung = socket.socket()  # accepts connections, never speaks HTTP/2
     hung.bind(("localhost", 0))
     hung.listen(8)
-    dead_port = free_ports(1)[0]
+    dead_port = refused_port
     local_net = _net({"worker": ["localhost:1"]})
     try:
         master = Master(("worker", 0), local_net.cache({"worker": ["localhost:1"]}),
@@ -579,10 +579,12 @@ def test_processes_filters_skip_a_dead_task_and_a_needed_one_fails_fast(cluster_
 def test_processes_hung_task_gives_deadline_exceeded(cluster_factory):
     import os
     import signal
+
+    from process_checks import stop_process
     cluster = cluster_factory({"ps": 1, "worker": 1})
     g, v = _ps_graph()
-    os.kill(cluster.pid("ps", 0), signal.SIGSTOP)
     try:
+        stop_process(cluster.pid("ps", 0))  # stopped before the step: it must not answer
         with g.as_default():
             config = tf.ConfigProto(operation_timeout_in_ms=1000)
             with tf.Session(cluster.target("worker", 0), config=config) as sess:

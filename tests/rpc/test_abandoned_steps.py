@@ -21,8 +21,12 @@ pytestmark = pytest.mark.timeout(120)
 # Its step dequeues on the ps, blocks (the queue is empty), and the program
 # ends with the step pending. "worker": the program is task worker 1, its
 # own master; "client": a client of worker 0's master, no server of its own.
+# The program ends only once the ps runs the step: its partition enqueues a
+# marker before the dequeue (a first step's session, plan and graph
+# registration took more than a second on a loaded host, and a program that
+# left before the ps had the step left nothing there to cancel).
 _ABANDONING_PROGRAM = """
-import sys, threading
+import sys, threading, time
 import nbcluster as tf
 if CALLER == "worker":
     server = tf.train.Server(CLUSTER, job_name="worker", task_index=1)
@@ -30,13 +34,18 @@ if CALLER == "worker":
 else:
     target = "grpc://" + CLUSTER["worker"][0]
 with tf.device("/job:ps/task:0"):
-    dequeued = tf.FIFOQueue(4, tf.float32, shared_name="shared").dequeue()
+    began = tf.FIFOQueue(4, tf.float32, shared_name="began")
+    with tf.control_dependencies([began.enqueue(1.0)]):
+        dequeued = tf.FIFOQueue(4, tf.float32, shared_name="shared").dequeue()
+    began_size = began.size()
 with tf.device("/job:worker/task:0"):
     out = dequeued + 1.0
 sess = tf.Session(target)
 thread = threading.Thread(target=lambda: sess.run(out), daemon=True)
 thread.start()
-thread.join(1.0)
+with tf.Session(target) as watcher:
+    while thread.is_alive() and watcher.run(began_size) == 0:
+        time.sleep(0.02)
 print("blocked" if thread.is_alive() else "returned", flush=True)
 """
 

@@ -14,6 +14,8 @@ from nbcluster.launch import Cluster, free_ports
 from nbcluster.rpc.grpc_transport import channels
 from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
 
+from process_checks import stop_process
+
 pytestmark = pytest.mark.timeout(90)
 
 DETECTION_S = (channels.KEEPALIVE_MS + channels.KEEPALIVE_TIMEOUT_MS) / 1000
@@ -25,8 +27,8 @@ def test_a_call_to_a_stopped_task_fails_as_unavailable_naming_it():
         client = GrpcWorkerClient(address)
         client.get_status(10)  # connected: the hang comes mid-connection
         pid = cluster.pid("worker", 0)
-        os.kill(pid, signal.SIGSTOP)
         try:
+            stop_process(pid)  # every thread stopped: the clock counts the client alone
             started = time.monotonic()
             with pytest.raises(errors.UnavailableError) as info:
                 client.get_status(80)  # far past the keepalive's detection
