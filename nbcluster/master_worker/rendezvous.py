@@ -65,8 +65,10 @@ class StepRendezvous:
     def __init__(self, step_id: int, remote_recv: Optional[Callable] = None) -> None:
         self.step_id = step_id
         self._remote_recv = remote_recv
-        self._cond = threading.Condition()
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._values: dict[str, object] = {}
+        self._pushes: list = []  # peers' streams whose tensors the landing thread writes
         self.error: Optional[errors.OpError] = None
         self._held = 0
         self._unannounced = False  # a held send has woken no waiter yet
@@ -208,8 +210,10 @@ class StepRendezvous:
             self._values[key] = value
             if self._held:
                 self._unannounced = True
-            else:
-                self._cond.notify_all()
+                return
+            self._cond.notify_all()
+            due = self._due_locked()
+        self._push_all(due)
 
     def hold(self) -> None:
         """Sends from now on wake no waiter until `flush` (or the last `unhold`):
@@ -220,18 +224,24 @@ class StepRendezvous:
             self._held += 1
 
     def unhold(self) -> None:
+        due = []
         with self._cond:
             self._held -= 1
             if self._unannounced:
                 self._unannounced = False
                 self._cond.notify_all()
+                due = self._due_locked()
+        self._push_all(due)
 
     def flush(self) -> None:
-        """Wakes the waiters for what held sends left."""
+        """Wakes the waiters for what held sends left (and writes what
+        peers' pushed streams wait for, on this thread)."""
         if self._unannounced:
             with self._cond:
                 self._unannounced = False
                 self._cond.notify_all()
+                due = self._due_locked()
+            self._push_all(due)
 
     def forget(self, keys) -> None:
         """Drops the values of `keys`, which their one receiver (a peer) has taken:
@@ -245,6 +255,8 @@ class StepRendezvous:
         with self._cond:
             self._values.update(pairs)
             self._cond.notify_all()
+            due = self._due_locked()
+        self._push_all(due)
 
     def recv(self, key: str, ctx):
         """The value for `key`, from here or from the producing task's worker.
@@ -314,12 +326,108 @@ class StepRendezvous:
         """Wakes every waiter, to look at its `stopped` again."""
         with self._cond:
             self._cond.notify_all()
+            for push in self._pushes:
+                push.cond.notify()
 
     def abort(self, error: errors.OpError) -> None:
         with self._cond:
             if self.error is None:
                 self.error = error
             self._cond.notify_all()
+            for push in self._pushes:
+                push.cond.notify()
+
+    # -- peers' streams written by the thread that lands their tensors ---------
+    def add_push(self, keys: list, deliver: Callable) -> "Push":
+        """A peer's stream of `keys` (in that order), written by whichever
+        thread lands them: the Send's thread, at the moment it would wake
+        the stream's serving thread, calls `deliver(batch)` ([(key, value)],
+        this lock released). `deliver` must not block: it returns None when
+        the batch is written, else a callable that writes what is left,
+        which `await_push` hands to the serving thread. The serving thread
+        then wakes once per stream, at its end, instead of once per batch
+        (and never for another key's send). Writes what has landed already,
+        on this thread."""
+        push = Push(keys, deliver, self._lock)
+        with self._cond:
+            self._pushes.append(push)
+        self._run_push(push)
+        return push
+
+    def remove_push(self, push: "Push") -> None:
+        with self._cond:
+            if push in self._pushes:
+                self._pushes.remove(push)
+
+    def await_push(self, push: "Push", deadline: Optional[float] = None,
+                   stopped: Callable[[], bool] = lambda: False):
+        """Waits for `push`'s stream: None once every key was written (or
+        `stopped()`, checked on every `wake`), else a callable writing what
+        a `deliver` could not (call it, then `resume_push`).
+
+        Raises:
+          what a `deliver` raised; the step's error once it is aborted
+          while keys are left; DeadlineExceededError.
+        """
+        with self._cond:
+            while True:
+                if push.failure is not None:
+                    raise push.failure
+                if push.leftover is not None:
+                    leftover, push.leftover = push.leftover, None
+                    push.writing = True  # no deliver overtakes it: `resume_push` ends it
+                    return leftover
+                if not push.left and not push.writing:
+                    return None
+                if self.error is not None:
+                    raise self.error
+                if stopped():
+                    return None
+                timeout = None if deadline is None else deadline - time.monotonic()
+                if timeout is not None and timeout <= 0:
+                    raise errors.DeadlineExceededError(
+                        None, None, f"Timed out waiting for tensors {push.left}")
+                push.cond.wait(timeout)
+
+    def resume_push(self, push: "Push") -> None:
+        """The serving thread wrote `await_push`'s leftover: writes what
+        landed meanwhile, here, and lets the landing threads write again."""
+        with self._cond:
+            push.writing = False
+        self._run_push(push)
+
+    def _due_locked(self) -> list:
+        values = self._values
+        return [push for push in self._pushes if not push.writing and push.leftover is None
+                and push.failure is None and any(key in values for key in push.left)]
+
+    def _push_all(self, due: list) -> None:
+        for push in due:
+            self._run_push(push)
+
+    def _run_push(self, push: "Push") -> None:
+        """Delivers `push`'s landed keys, batch after batch, unless another
+        thread writes it (lock not held on entry)."""
+        with self._cond:
+            while not push.writing and push.leftover is None and push.failure is None:
+                values = self._values
+                batch = [(key, values[key]) for key in push.left if key in values]
+                if not batch:
+                    break
+                push.left = [key for key in push.left if key not in values]
+                push.writing = True
+                self._cond.release()
+                leftover, failure = None, None
+                try:
+                    leftover = push.deliver(batch)
+                except BaseException as e:  # noqa: BLE001 - the serving thread re-raises it
+                    failure = e
+                finally:
+                    self._cond.acquire()
+                    push.writing = False
+                push.leftover, push.failure = leftover, failure
+                if leftover is not None or failure is not None or not push.left:
+                    push.cond.notify()  # the serving thread: write, fail, or end
 
 
 class _Stream:
@@ -331,3 +439,16 @@ class _Stream:
         self.resolve = resolve
         self.busy = False  # a thread is reading it (the rendezvous lock is not held)
         self.done = False
+
+
+class Push:
+    """A peer's stream of tensors of this task, written by the threads that land
+    them (`StepRendezvous.add_push`); its state is guarded by the rendezvous lock."""
+
+    def __init__(self, keys: list, deliver: Callable, lock) -> None:
+        self.left = list(keys)  # not delivered yet, in the stream's order
+        self.deliver = deliver
+        self.cond = threading.Condition(lock)  # wakes only the stream's serving thread
+        self.writing = False  # a thread is in `deliver` or writes a leftover
+        self.leftover: Optional[Callable] = None  # for the serving thread to write
+        self.failure: Optional[BaseException] = None  # what a `deliver` raised

@@ -102,6 +102,40 @@ class TensorServer:
         finally:
             self._steps.end_wait(step_id, step)
 
+    def push_tensors(self, step_id: int, keys: list, deliver: Callable,
+                     timeout: Optional[float] = None, stopped=lambda: False) -> None:
+        """`recv_tensors` for a transport that can write a batch without
+        blocking: whichever thread lands tensors of `keys` (this task's Send,
+        at its flush) calls `deliver(batch)` with [(key, value)], so this
+        thread wakes only at the end, or to write what `deliver` left (it
+        returns None, or a callable that writes the rest; see
+        `StepRendezvous.add_push`). Returns once all were delivered, or
+        `stopped()` (checked on `wake_step`).
+        """
+        for key in keys:
+            self.check_key(key)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        step = self._steps.begin_wait(step_id)
+
+        def counted(batch: list):
+            self._counters.sent(sum(getattr(value, "nbytes", 0) for _, value in batch))
+            step.rendezvous.forget([key for key, _ in batch])
+            self._steps.fetched(step_id, step, len(batch))
+            return deliver(batch)
+
+        push = step.rendezvous.add_push(keys, counted)
+        try:
+            while True:
+                leftover = self._bounded(step, step_id, deadline,
+                                         lambda d: step.rendezvous.await_push(push, d, stopped))
+                if leftover is None:
+                    return
+                leftover()
+                step.rendezvous.resume_push(push)
+        finally:
+            step.rendezvous.remove_push(push)
+            self._steps.end_wait(step_id, step)
+
     def _bounded(self, step, step_id: int, deadline: Optional[float], wait):
         """`wait(deadline)`, cut short while no RunGraph has begun the step."""
         started = time.monotonic()

@@ -81,3 +81,11 @@ def serve_recv_tensors(worker, step_id: int, keys: list, timeout: Optional[float
     here; with `stream_limit`, (key, None) for a tensor of at least that many bytes
     (the caller fetches it with RecvTensor)."""
     return worker.recv_tensors(step_id, keys, timeout, stopped, stream_limit)
+
+
+def serve_push_tensors(worker, step_id: int, keys: list, deliver: Callable[[list], object],
+                       timeout: Optional[float], stopped: Callable[[], bool]) -> None:
+    """RecvTensors for a transport whose replies any thread may write without
+    blocking: `deliver(batch)` is called on the thread that produced it
+    (`Worker.push_tensors`); returns once every key was delivered."""
+    worker.push_tensors(step_id, keys, deliver, timeout, stopped)

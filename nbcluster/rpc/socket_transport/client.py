@@ -237,6 +237,7 @@ class DataPlanePeer:
         if not wire.same_user(sock):  # someone else's socket under a task's name
             sock.close()
             return None
+        wire.widen(sock)
         conn = Conn(sock)
         # the first frame: the token, in front of the first request (handshake.py)
         conn.hello = hello(tokens.for_address(self.address))

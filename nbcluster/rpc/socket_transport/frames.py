@@ -136,6 +136,21 @@ def same_user(sock: socket.socket) -> bool:
     return _CREDS.unpack(creds)[1] == os.geteuid()
 
 
+# A step's weights or gradients (the MLP's: 0.8 MB) in one write: with the
+# default 208 KiB a write of them blocked ~4 times, each block a wake-up of
+# the writer and of the reader (~12 per step on a small host). The kernel
+# caps it at net.core.wmem_max (4 MiB here, 208 KiB at least everywhere).
+SEND_BUFFER = 4 * 1024 * 1024
+
+
+def widen(sock: socket.socket) -> None:
+    """Lets one write of a step's tensors go through `sock` without blocking."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+    except OSError:
+        pass  # the default buffer still works, in more writes
+
+
 def send_all(sock: socket.socket, pieces: list, fds: list = ()) -> None:
     """Writes every piece (bytes or byte views), in order, in as few calls as the kernel
     allows; `fds` (shared-memory blocks of the frame) go with the first bytes."""
@@ -148,6 +163,25 @@ def send_all(sock: socket.socket, pieces: list, fds: list = ()) -> None:
             sent -= pieces.pop(0).nbytes
         if sent:
             pieces[0] = pieces[0][sent:]
+
+
+def send_now(sock: socket.socket, pieces: list, fds: list = ()) -> tuple:
+    """`send_all` without blocking: writes what the kernel takes now and
+    returns (pieces, fds) left for a `send_all` (both empty when all went)."""
+    pieces = [memoryview(p).cast("B") for p in pieces if len(p)]
+    fds = list(fds)
+    while pieces:
+        try:
+            sent = sock.sendmsg(pieces[:512], shm.fd_message(fds),
+                                socket.MSG_NOSIGNAL | socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            break
+        fds = []  # they went with the first bytes
+        while sent and sent >= pieces[0].nbytes:
+            sent -= pieces.pop(0).nbytes
+        if sent:
+            pieces[0] = pieces[0][sent:]
+    return pieces, fds
 
 
 def encode_request(kind: int, step_id: int, keys: list, timeout: Optional[float]) -> bytes:

@@ -109,7 +109,7 @@ class BlockPool:
 
 
 class Lender:
-    """One producer connection's blocks out on loan (one thread uses it)."""
+    """One producer connection's blocks out on loan (one thread at a time uses it)."""
 
     def __init__(self, pool: BlockPool) -> None:
         self._pool = pool

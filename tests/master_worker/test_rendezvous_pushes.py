@@ -1,0 +1,162 @@
+"""A peer's pushed stream: the thread that lands its tensors writes them, held
+sends are written at their flush, and the serving thread wakes only to end
+the stream, write what a delivery left, or fail."""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from nbcluster import errors
+from nbcluster.master_worker.rendezvous import StepRendezvous, make_key
+
+pytestmark = pytest.mark.timeout(60)
+
+PS = "/job:ps/replica:0/task:0/device:CPU:0"
+WORKER = "/job:worker/replica:0/task:0/device:CPU:0"
+
+
+def _key(name: str) -> str:
+    return make_key(PS, 1, WORKER, name)
+
+
+class _Sink:
+    """A deliver callback that records each batch and the thread it ran on."""
+
+    def __init__(self, leave=None) -> None:
+        self.batches: list = []
+        self.threads: list = []
+        self._leave = leave  # batch -> a leftover callable, or None
+
+    def __call__(self, batch: list):
+        self.batches.append([key for key, _ in batch])
+        self.threads.append(threading.get_ident())
+        return self._leave(batch) if self._leave is not None else None
+
+
+def _serve(rendezvous, push, deadline=None, stopped=lambda: False) -> dict:
+    """await_push on a thread of its own, as a connection's thread runs it."""
+    out: dict = {"leftovers": 0}
+
+    def run() -> None:
+        try:
+            while True:
+                leftover = rendezvous.await_push(push, deadline, stopped)
+                if leftover is None:
+                    out["ended"] = True
+                    return
+                out["leftovers"] += 1
+                leftover()
+                rendezvous.resume_push(push)
+        except BaseException as e:  # noqa: BLE001 - the test inspects it
+            out["error"] = e
+
+    out["thread"] = threading.Thread(target=run, daemon=True)
+    out["thread"].start()
+    return out
+
+
+def test_the_sending_thread_writes_a_pushed_stream():
+    rendezvous = StepRendezvous(7)
+    sink = _Sink()
+    push = rendezvous.add_push([_key("a"), _key("b")], sink)
+    served = _serve(rendezvous, push)
+    rendezvous.send(_key("a"), np.float32(1))
+    rendezvous.send(_key("b"), np.float32(2))
+    served["thread"].join(10)
+    assert served.get("ended") and "error" not in served
+    assert sink.batches == [[_key("a")], [_key("b")]]
+    assert sink.threads == [threading.get_ident()] * 2  # the sender's, not the server's
+    assert served["leftovers"] == 0
+
+
+def test_landed_keys_are_written_at_once_and_held_sends_at_their_flush():
+    rendezvous = StepRendezvous(7)
+    rendezvous.send(_key("a"), np.float32(1))  # before the peer asked
+    sink = _Sink()
+    push = rendezvous.add_push([_key("a"), _key("b"), _key("c")], sink)
+    assert sink.batches == [[_key("a")]]
+    served = _serve(rendezvous, push)
+    rendezvous.hold()
+    rendezvous.send(_key("c"), np.float32(3))
+    rendezvous.send(_key("b"), np.float32(2))
+    assert sink.batches == [[_key("a")]]  # held: nobody is written yet
+    rendezvous.flush()
+    assert sink.batches == [[_key("a")], [_key("b"), _key("c")]]  # one batch, the stream's order
+    rendezvous.unhold()
+    served["thread"].join(10)
+    assert served.get("ended")
+
+
+def test_what_a_delivery_leaves_is_written_by_the_serving_thread_in_order():
+    rendezvous = StepRendezvous(7)
+    written: list = []
+    release = threading.Event()
+
+    def leave(batch):
+        keys = [key for key, _ in batch]
+        if keys == [_key("a")]:
+            def rest():  # on the serving thread, while the sender lands "b"
+                assert release.wait(10)
+                written.append(("rest", keys, threading.get_ident()))
+            return rest
+        written.append(("now", keys, threading.get_ident()))
+        return None
+
+    push = rendezvous.add_push([_key("a"), _key("b")], _Sink(leave))
+    served = _serve(rendezvous, push)
+    rendezvous.send(_key("a"), np.float32(1))
+    rendezvous.send(_key("b"), np.float32(2))  # must not overtake "a"'s rest
+    assert written == []
+    release.set()
+    served["thread"].join(10)
+    assert served.get("ended") and served["leftovers"] == 1
+    server = served["thread"].ident
+    assert written == [("rest", [_key("a")], server), ("now", [_key("b")], server)]
+
+
+def test_an_abort_while_keys_are_left_fails_the_stream():
+    rendezvous = StepRendezvous(7)
+    push = rendezvous.add_push([_key("a")], _Sink())
+    served = _serve(rendezvous, push)
+    rendezvous.abort(errors.AbortedError(None, None, "step 7 ended"))
+    served["thread"].join(10)
+    assert isinstance(served.get("error"), errors.AbortedError)
+
+
+def test_a_failing_delivery_fails_the_stream_not_the_sender():
+    def broken(batch):
+        raise BrokenPipeError("the peer went away")
+
+    rendezvous = StepRendezvous(7)
+    push = rendezvous.add_push([_key("a"), _key("b")], broken)
+    served = _serve(rendezvous, push)
+    rendezvous.send(_key("a"), np.float32(1))  # raises nothing here
+    served["thread"].join(10)
+    assert isinstance(served.get("error"), BrokenPipeError)
+
+
+def test_a_stopped_caller_ends_the_wait_on_wake_and_a_deadline_fails_it():
+    rendezvous = StepRendezvous(7)
+    stop = threading.Event()
+    push = rendezvous.add_push([_key("a")], _Sink())
+    served = _serve(rendezvous, push, stopped=stop.is_set)
+    stop.set()
+    rendezvous.wake()
+    served["thread"].join(10)
+    assert served.get("ended") and "error" not in served
+
+    late = rendezvous.add_push([_key("b")], _Sink())
+    with pytest.raises(errors.DeadlineExceededError, match="Timed out"):
+        rendezvous.await_push(late, time.monotonic() + 0.05)
+
+
+def test_a_removed_push_is_written_no_more():
+    rendezvous = StepRendezvous(7)
+    sink = _Sink()
+    push = rendezvous.add_push([_key("a")], sink)
+    rendezvous.remove_push(push)
+    rendezvous.send(_key("a"), np.float32(1))
+    assert sink.batches == []
