@@ -29,6 +29,9 @@ Figures:
 - `server_start`: ms from `tf.train.Server(...)` to the first result through
   it, in a process that already imported the library and ran a local step;
   `cpu_server_start`: the CPU time that took (all the process's threads).
+- `cpu_*`, `wakes_*` (with the PS training figures): CPU ms and thread wakes
+  (voluntary context switches, every thread) per step of a worker and of the
+  ps; on a loaded host these vary far less than wall time.
 
 Each figure prints one JSON line (`nbcluster`, `tensorflow`, `speed_ratio`:
 nbcluster's speed over TF's, > 1 means nbcluster is faster, `goal` from the
@@ -72,6 +75,13 @@ FIGURES = {
     "cpu_ps_2w": ("CPU per aggregate step, the ps of 2 workers", "ms", False, None),
     "cpu_worker_1w": ("CPU per step, the worker of 1", "ms", False, None),
     "cpu_ps_1w": ("CPU per step, the ps of 1 worker", "ms", False, None),
+    # thread wakes (voluntary context switches, all threads) per step: hand-overs cost
+    # wall time on a loaded host even where CPU time is low
+    "wakes_worker_2w": ("thread wakes per step, a worker of 2", "wakes", False, None),
+    "wakes_ps_2w": ("thread wakes per aggregate step, the ps of 2 workers", "wakes", False,
+                    None),
+    "wakes_worker_1w": ("thread wakes per step, the worker of 1", "wakes", False, None),
+    "wakes_ps_1w": ("thread wakes per step, the ps of 1 worker", "wakes", False, None),
 }
 
 
@@ -170,13 +180,17 @@ def _aggregate(rows: list) -> float:
 
 
 def _cpu_ms(rows: list, suffix: str) -> dict:
-    """Milliseconds of CPU per step: each worker's (median over workers) and
-    the ps's over the training window (first start to last end), per aggregate step."""
+    """Milliseconds of CPU and thread wakes per step: each worker's (median over
+    workers) and the ps's over the training window (first start to last end),
+    per aggregate step."""
     train = [r["train"] for r in rows]
     steps = sum(t["steps"] for t in train)
     ps_ns = max(t["ps_cpu_ns"][1] for t in train) - min(t["ps_cpu_ns"][0] for t in train)
+    ps_wakes = max(t["ps_wakes"][1] for t in train) - min(t["ps_wakes"][0] for t in train)
     return {f"cpu_worker_{suffix}": statistics.median(t["cpu_ns"] / t["steps"] for t in train)
-            / 1e6, f"cpu_ps_{suffix}": ps_ns / steps / 1e6}
+            / 1e6, f"cpu_ps_{suffix}": ps_ns / steps / 1e6,
+            f"wakes_worker_{suffix}": statistics.median(t["wakes"] / t["steps"] for t in train),
+            f"wakes_ps_{suffix}": ps_wakes / steps}
 
 
 def layout_two_workers(impl: str, opts: dict) -> dict:
@@ -222,9 +236,10 @@ LAYOUTS = [layout_two_workers, layout_one_worker, layout_one_process, layout_grp
            layout_server_start]
 # the figures each layout gives, for --figures
 LAYOUT_FIGURES = {
-    layout_two_workers: {"ps_training_2w", "cpu_worker_2w", "cpu_ps_2w"},
-    layout_one_worker: {"ps_training_1w", "cpu_worker_1w", "cpu_ps_1w", "transfer_1MiB",
-                        "transfer_64MiB", "tiny_hop_ps"},
+    layout_two_workers: {"ps_training_2w", "cpu_worker_2w", "cpu_ps_2w", "wakes_worker_2w",
+                         "wakes_ps_2w"},
+    layout_one_worker: {"ps_training_1w", "cpu_worker_1w", "cpu_ps_1w", "wakes_worker_1w",
+                        "wakes_ps_1w", "transfer_1MiB", "transfer_64MiB", "tiny_hop_ps"},
     layout_one_process: {"one_process"},
     layout_grpc_client: {"tiny_grpc"},
     layout_server_start: {"server_start", "cpu_server_start"},

@@ -87,6 +87,23 @@ def cpu_ns(pid: int) -> int:
     return total
 
 
+def wakes(pid: int) -> int:
+    """Voluntary context switches of process `pid`, all its live threads summed
+    (each is a thread that blocked and was woken again; the process's own
+    status line counts its main thread only)."""
+    total = 0
+    base = f"/proc/{pid}/task"
+    for tid in os.listdir(base):
+        try:
+            with open(f"{base}/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        total += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            pass  # a thread that ended meanwhile
+    return total
+
+
 def _wait_until(predicate, what: str) -> None:
     deadline = time.monotonic() + 120
     while not predicate():
@@ -117,14 +134,17 @@ def _train(tf, target: str, cluster, task: int, steps: int, ps_pid: int) -> dict
             s.run(mark_ready)
             _wait_until(lambda: s.run(ready) >= workers, "the start barrier")
             cpu0 = (cpu_ns(os.getpid()), cpu_ns(ps_pid) if ps_pid else 0)
+            wakes0 = (wakes(os.getpid()), wakes(ps_pid) if ps_pid else 0)
             start = time.time()
             for feed in feeds[WARMUP:]:
                 s.run(train, feed)
             end = time.time()
             cpu1 = (cpu_ns(os.getpid()), cpu_ns(ps_pid) if ps_pid else 0)
+            wakes1 = (wakes(os.getpid()), wakes(ps_pid) if ps_pid else 0)
             last = float(s.run(loss, feeds[-1]))
     return {"start": start, "end": end, "steps": steps, "loss": last,
-            "cpu_ns": cpu1[0] - cpu0[0], "ps_cpu_ns": (cpu0[1], cpu1[1])}
+            "cpu_ns": cpu1[0] - cpu0[0], "ps_cpu_ns": (cpu0[1], cpu1[1]),
+            "wakes": wakes1[0] - wakes0[0], "ps_wakes": (wakes0[1], wakes1[1])}
 
 
 def _transfer(tf, target: str, sizes: list, reps: int) -> dict:

@@ -327,7 +327,7 @@ class StepRendezvous:
         with self._cond:
             self._cond.notify_all()
             for push in self._pushes:
-                push.cond.notify()
+                push.notify()
 
     def abort(self, error: errors.OpError) -> None:
         with self._cond:
@@ -335,10 +335,11 @@ class StepRendezvous:
                 self.error = error
             self._cond.notify_all()
             for push in self._pushes:
-                push.cond.notify()
+                push.notify()
 
     # -- peers' streams written by the thread that lands their tensors ---------
-    def add_push(self, keys: list, deliver: Callable) -> "Push":
+    def add_push(self, keys: list, deliver: Callable,
+                 wakeup: Optional[Callable[[], None]] = None) -> "Push":
         """A peer's stream of `keys` (in that order), written by whichever
         thread lands them: the Send's thread, at the moment it would wake
         the stream's serving thread, calls `deliver(batch)` ([(key, value)],
@@ -347,8 +348,13 @@ class StepRendezvous:
         which `await_push` hands to the serving thread. The serving thread
         then wakes once per stream, at its end, instead of once per batch
         (and never for another key's send). Writes what has landed already,
-        on this thread."""
-        push = Push(keys, deliver, self._lock)
+        on this thread.
+
+        `wakeup`, if given, is called (lock held: it must only signal) for
+        what the serving thread must act on: a leftover, a failure, an
+        abort or `wake`; not at the stream's end, unless that thread waits
+        for it (`await_push`'s `idle`)."""
+        push = Push(keys, deliver, self._lock, wakeup)
         with self._cond:
             self._pushes.append(push)
         self._run_push(push)
@@ -360,10 +366,18 @@ class StepRendezvous:
                 self._pushes.remove(push)
 
     def await_push(self, push: "Push", deadline: Optional[float] = None,
-                   stopped: Callable[[], bool] = lambda: False):
+                   stopped: Callable[[], bool] = lambda: False,
+                   idle: Optional[Callable[[Optional[float]], bool]] = None):
         """Waits for `push`'s stream: None once every key was written (or
         `stopped()`, checked on every `wake`), else a callable writing what
         a `deliver` could not (call it, then `resume_push`).
+
+        `idle(timeout)`, if given, is how the serving thread waits (lock
+        released) until `wakeup` fired, or something else it watches
+        happened (True: e.g. its connection's next request, which comes
+        only once the stream was read to its end), or `timeout` passed. The
+        stream's end then wakes nobody: its thread learns of it from that
+        next request. After a True it waits on the lock's condition.
 
         Raises:
           what a `deliver` raised; the step's error once it is aborted
@@ -387,7 +401,15 @@ class StepRendezvous:
                 if timeout is not None and timeout <= 0:
                     raise errors.DeadlineExceededError(
                         None, None, f"Timed out waiting for tensors {push.left}")
-                push.cond.wait(timeout)
+                if idle is None or push.waiting:
+                    push.waiting = True  # the stream's end wakes it
+                    push.cond.wait(timeout)
+                    continue
+                self._cond.release()
+                try:
+                    push.waiting = idle(timeout)
+                finally:
+                    self._cond.acquire()
 
     def resume_push(self, push: "Push") -> None:
         """The serving thread wrote `await_push`'s leftover: writes what
@@ -426,8 +448,10 @@ class StepRendezvous:
                     self._cond.acquire()
                     push.writing = False
                 push.leftover, push.failure = leftover, failure
-                if leftover is not None or failure is not None or not push.left:
-                    push.cond.notify()  # the serving thread: write, fail, or end
+                if leftover is not None or failure is not None:
+                    push.notify()  # the serving thread: write, or fail
+                elif not push.left and push.waiting:
+                    push.cond.notify()  # the serving thread waits for the end
 
 
 class _Stream:
@@ -445,10 +469,19 @@ class Push:
     """A peer's stream of tensors of this task, written by the threads that land
     them (`StepRendezvous.add_push`); its state is guarded by the rendezvous lock."""
 
-    def __init__(self, keys: list, deliver: Callable, lock) -> None:
+    def __init__(self, keys: list, deliver: Callable, lock,
+                 wakeup: Optional[Callable[[], None]] = None) -> None:
         self.left = list(keys)  # not delivered yet, in the stream's order
         self.deliver = deliver
         self.cond = threading.Condition(lock)  # wakes only the stream's serving thread
+        self.wakeup = wakeup
+        self.waiting = wakeup is None  # the serving thread waits on `cond` for the end
         self.writing = False  # a thread is in `deliver` or writes a leftover
         self.leftover: Optional[Callable] = None  # for the serving thread to write
         self.failure: Optional[BaseException] = None  # what a `deliver` raised
+
+    def notify(self) -> None:
+        """Wakes the serving thread to look at the push again (lock held)."""
+        self.cond.notify()
+        if self.wakeup is not None:
+            self.wakeup()

@@ -103,14 +103,17 @@ class TensorServer:
             self._steps.end_wait(step_id, step)
 
     def push_tensors(self, step_id: int, keys: list, deliver: Callable,
-                     timeout: Optional[float] = None, stopped=lambda: False) -> None:
+                     timeout: Optional[float] = None, stopped=lambda: False,
+                     wakeup: Optional[Callable] = None, idle: Optional[Callable] = None) -> None:
         """`recv_tensors` for a transport that can write a batch without
         blocking: whichever thread lands tensors of `keys` (this task's Send,
         at its flush) calls `deliver(batch)` with [(key, value)], so this
         thread wakes only at the end, or to write what `deliver` left (it
         returns None, or a callable that writes the rest; see
         `StepRendezvous.add_push`). Returns once all were delivered, or
-        `stopped()` (checked on `wake_step`).
+        `stopped()` (checked on `wake_step`). With `wakeup` and `idle` this
+        thread waits in `idle` and is not woken by the stream's end
+        (`StepRendezvous.await_push`).
         """
         for key in keys:
             self.check_key(key)
@@ -123,11 +126,12 @@ class TensorServer:
             self._steps.fetched(step_id, step, len(batch))
             return deliver(batch)
 
-        push = step.rendezvous.add_push(keys, counted)
+        push = step.rendezvous.add_push(keys, counted, wakeup)
         try:
             while True:
-                leftover = self._bounded(step, step_id, deadline,
-                                         lambda d: step.rendezvous.await_push(push, d, stopped))
+                leftover = self._bounded(
+                    step, step_id, deadline,
+                    lambda d: step.rendezvous.await_push(push, d, stopped, idle))
                 if leftover is None:
                     return
                 leftover()

@@ -316,10 +316,10 @@ class Worker:
         return self._server.recv_tensors(step_id, keys, timeout, stopped, max_bytes)
 
     def push_tensors(self, step_id: int, keys: list, deliver, timeout: Optional[float] = None,
-                     stopped=lambda: False) -> None:
+                     stopped=lambda: False, wakeup=None, idle=None) -> None:
         """`recv_tensors`, each batch written by `deliver` on the thread that
         lands it (`TensorServer.push_tensors`); returns at the stream's end."""
-        self._server.push_tensors(step_id, keys, deliver, timeout, stopped)
+        self._server.push_tensors(step_id, keys, deliver, timeout, stopped, wakeup, idle)
 
     def wake_step(self, step_id: int) -> None:
         """Wakes the step's `recv_tensors` waiters (their caller went away)."""

@@ -84,8 +84,11 @@ def serve_recv_tensors(worker, step_id: int, keys: list, timeout: Optional[float
 
 
 def serve_push_tensors(worker, step_id: int, keys: list, deliver: Callable[[list], object],
-                       timeout: Optional[float], stopped: Callable[[], bool]) -> None:
+                       timeout: Optional[float], stopped: Callable[[], bool],
+                       wakeup: Optional[Callable[[], None]] = None,
+                       idle: Optional[Callable[[Optional[float]], bool]] = None) -> None:
     """RecvTensors for a transport whose replies any thread may write without
     blocking: `deliver(batch)` is called on the thread that produced it
-    (`Worker.push_tensors`); returns once every key was delivered."""
-    worker.push_tensors(step_id, keys, deliver, timeout, stopped)
+    (`Worker.push_tensors`); returns once every key was delivered (with
+    `wakeup` and `idle`: once the transport's `idle` saw its next request)."""
+    worker.push_tensors(step_id, keys, deliver, timeout, stopped, wakeup, idle)

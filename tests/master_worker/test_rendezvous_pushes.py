@@ -160,3 +160,84 @@ def test_a_removed_push_is_written_no_more():
     rendezvous.remove_push(push)
     rendezvous.send(_key("a"), np.float32(1))
     assert sink.batches == []
+
+
+class _Idle:
+    """An `idle` wait as a connection's thread does it: until a signal, or
+    its connection's next request (True)."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.signals = 0
+        self.request = False
+        self.calls = 0
+
+    def wakeup(self) -> None:  # called under the rendezvous lock: only signals
+        with self.cond:
+            self.signals += 1
+            self.cond.notify_all()
+
+    def next_request(self) -> None:
+        with self.cond:
+            self.request = True
+            self.cond.notify_all()
+
+    def __call__(self, timeout):
+        with self.cond:
+            self.calls += 1
+            seen = self.signals
+            self.cond.wait_for(lambda: self.request or self.signals != seen, timeout)
+            return self.request
+
+
+def _serve_idle(rendezvous, push, idle) -> dict:
+    out: dict = {}
+
+    def run() -> None:
+        try:
+            while True:
+                leftover = rendezvous.await_push(push, None, lambda: False, idle)
+                if leftover is None:
+                    out["ended"] = True
+                    return
+                leftover()
+                rendezvous.resume_push(push)
+        except BaseException as e:  # noqa: BLE001 - the test inspects it
+            out["error"] = e
+
+    out["thread"] = threading.Thread(target=run, daemon=True)
+    out["thread"].start()
+    return out
+
+
+def test_with_an_idle_wait_the_stream_end_signals_nobody_and_the_next_request_ends_it():
+    rendezvous = StepRendezvous(7)
+    idle = _Idle()
+    sink = _Sink()
+    push = rendezvous.add_push([_key("a")], sink, idle.wakeup)
+    served = _serve_idle(rendezvous, push, idle)
+    with idle.cond:
+        assert idle.cond.wait_for(lambda: idle.calls == 1, 10)  # the thread waits in idle
+    rendezvous.send(_key("a"), np.float32(1))
+    assert sink.batches == [[_key("a")]] and sink.threads == [threading.get_ident()]
+    assert idle.signals == 0 and served["thread"].is_alive()  # the end woke nobody
+    idle.next_request()  # the consumer read it all and asks again
+    served["thread"].join(10)
+    assert served.get("ended") and "error" not in served
+
+
+def test_with_an_idle_wait_a_leftover_or_an_abort_signals_the_thread():
+    rendezvous = StepRendezvous(7)
+    idle = _Idle()
+    written = []
+    push = rendezvous.add_push([_key("a"), _key("b")],
+                               _Sink(lambda batch: lambda: written.append(batch[0][0])),
+                               idle.wakeup)
+    served = _serve_idle(rendezvous, push, idle)
+    rendezvous.send(_key("a"), np.float32(1))  # its write is left to the thread
+    with idle.cond:
+        assert idle.cond.wait_for(lambda: idle.signals >= 1, 10)
+    rendezvous.abort(errors.AbortedError(None, None, "step 7 ended"))
+    served["thread"].join(10)
+    assert written == [_key("a")] and idle.signals == 2
+    assert isinstance(served.get("error"), errors.AbortedError)

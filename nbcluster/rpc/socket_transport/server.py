@@ -12,9 +12,11 @@ nothing is left on disk when the process dies.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import select
 import socket
+import sys
 import threading
 from typing import Optional
 
@@ -34,6 +36,7 @@ from nbcluster.rpc.socket_transport.handshake import server_handshake
 
 log = logging.getLogger("nbcluster.rpc")
 _JOIN_S = 5.0
+_ONE = (1).to_bytes(8, sys.byteorder)  # what an eventfd adds (a pipe takes any bytes)
 
 
 class _Connection:
@@ -47,9 +50,52 @@ class _Connection:
         self.running_step = None  # the CallerWatch of a RunStep under way
         self.thread: Optional[threading.Thread] = None
         self.shared = blocks.lender() if blocks is not None else None  # large tensors' blocks
+        # While a pushed stream's tensors are written by their producers,
+        # this connection's thread waits for the next request, or for a
+        # producer's signal (`wakeup`), in one poll (`idle`).
+        self._signal_r, self._signal_w = _signal_fds()
+        self._signal_lock = threading.Lock()  # a producer's signal never hits a closed fd
+        self._poller = select.poll()
+        self._poller.register(sock.fileno(), select.POLLIN)
+        self._poller.register(self._signal_r, select.POLLIN)
 
     def send(self, pieces: list) -> None:
         wire.send_all(self.sock, pieces, self.shared.take_fds() if self.shared else ())
+
+    def wakeup(self) -> None:
+        """Makes `idle` return (a producer left it something to do)."""
+        with self._signal_lock:
+            if self._signal_w >= 0:
+                try:
+                    os.write(self._signal_w, _ONE)
+                except OSError:
+                    pass  # a signal is already pending (full) or this is closing
+
+    def idle(self, timeout: Optional[float]) -> bool:
+        """Waits for `wakeup`, the next request (or a hang-up), or `timeout`
+        seconds; True when the socket has something."""
+        wait_ms = None if timeout is None else max(0, math.ceil(timeout * 1000))
+        try:
+            events = self._poller.poll(wait_ms)
+        except InterruptedError:
+            return False
+        readable = False
+        for fd, _ in events:
+            if fd == self._signal_r:
+                try:
+                    os.read(self._signal_r, 4096)
+                except OSError:
+                    pass  # drained already
+            else:
+                readable = True
+        return readable
+
+    def close(self) -> None:
+        self.sock.close()
+        with self._signal_lock:
+            fds, self._signal_r, self._signal_w = {self._signal_r, self._signal_w}, -1, -1
+        for fd in fds:
+            os.close(fd)
 
     def deliver(self, batch: list):
         """Writes a RecvTensors batch from the thread that produced it, without
@@ -189,7 +235,7 @@ class DataPlaneServer:
         conn = _Connection(sock, self._blocks)
         with self._lock:
             if self._closed:
-                sock.close()
+                conn.close()
                 return
             self._connections[sock.fileno()] = conn
             # Only a hang-up wakes this thread; data wakes the connection's own.
@@ -257,7 +303,8 @@ class DataPlaneServer:
             # Each batch is written by the thread whose Send produced it (a
             # wake of this thread per batch cost ~0.1 ms of the step);
             # this thread wakes at the stream's end, or to write the rest.
-            serve_push_tensors(worker, step_id, keys, conn.deliver, timeout, lambda: conn.gone)
+            serve_push_tensors(worker, step_id, keys, conn.deliver, timeout, lambda: conn.gone,
+                               conn.wakeup, conn.idle)
             return
         except errors.OpError as e:
             error = e
@@ -308,9 +355,20 @@ class DataPlaneServer:
                     self._poll.unregister(fd)
                 except (KeyError, OSError, ValueError):
                     pass  # already unregistered on hang-up
-        conn.sock.close()
+        conn.close()
         if conn.shared is not None:
             conn.shared.close()
+
+
+def _signal_fds() -> tuple:
+    """(read end, write end) of a non-blocking signal: one eventfd where Linux has it."""
+    if hasattr(os, "eventfd"):
+        fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        return fd, fd
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    return r, w
 
 
 def _shutdown(sock: socket.socket) -> None:
