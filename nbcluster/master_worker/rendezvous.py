@@ -391,7 +391,14 @@ class StepRendezvous:
                     leftover, push.leftover = push.leftover, None
                     push.writing = True  # no deliver overtakes it: `resume_push` ends it
                     return leftover
-                if not push.left and not push.writing:
+                if push.writing:
+                    # Whatever ends the stream waits for that write (it never
+                    # blocks): an error frame must not interleave with it.
+                    push.draining = True
+                    push.cond.wait()
+                    continue
+                push.draining = False
+                if not push.left:
                     return None
                 if self.error is not None:
                     raise self.error
@@ -450,8 +457,8 @@ class StepRendezvous:
                 push.leftover, push.failure = leftover, failure
                 if leftover is not None or failure is not None:
                     push.notify()  # the serving thread: write, or fail
-                elif not push.left and push.waiting:
-                    push.cond.notify()  # the serving thread waits for the end
+                elif push.draining or (push.waiting and not push.left):
+                    push.cond.notify()  # the serving thread waits for this write, or the end
 
 
 class _Stream:
@@ -477,6 +484,7 @@ class Push:
         self.wakeup = wakeup
         self.waiting = wakeup is None  # the serving thread waits on `cond` for the end
         self.writing = False  # a thread is in `deliver` or writes a leftover
+        self.draining = False  # the serving thread waits for that write to end
         self.leftover: Optional[Callable] = None  # for the serving thread to write
         self.failure: Optional[BaseException] = None  # what a `deliver` raised
 

@@ -241,3 +241,38 @@ def test_with_an_idle_wait_a_leftover_or_an_abort_signals_the_thread():
     served["thread"].join(10)
     assert written == [_key("a")] and idle.signals == 2
     assert isinstance(served.get("error"), errors.AbortedError)
+
+
+def test_an_abort_during_a_write_fails_the_stream_only_once_that_write_ended():
+    # The serving thread writes the error frame: it must not interleave with
+    # a batch a producer is writing on the same connection.
+    rendezvous = StepRendezvous(7)
+    in_write, finish_write = threading.Event(), threading.Event()
+    events: list = []
+
+    def slow(batch):
+        in_write.set()
+        assert finish_write.wait(10)
+        events.append("written")
+
+    push = rendezvous.add_push([_key("a"), _key("b")], slow)
+    sender = threading.Thread(target=rendezvous.send, args=(_key("a"), np.float32(1)))
+    sender.start()
+    assert in_write.wait(10)
+    failed: list = []
+
+    def serve() -> None:
+        try:
+            rendezvous.await_push(push)
+        except errors.AbortedError as e:
+            events.append("failed")
+            failed.append(e)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    rendezvous.abort(errors.AbortedError(None, None, "step 7 ended"))
+    time.sleep(0.2)  # room for a wrong early failure to show; the right one waits anyway
+    finish_write.set()
+    server.join(10)
+    sender.join(10)
+    assert events == ["written", "failed"] and failed
