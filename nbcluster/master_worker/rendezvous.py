@@ -362,6 +362,7 @@ class StepRendezvous:
 
     def remove_push(self, push: "Push") -> None:
         with self._cond:
+            push.removed = True  # a landing thread that picked it just before writes nothing
             if push in self._pushes:
                 self._pushes.remove(push)
 
@@ -438,7 +439,8 @@ class StepRendezvous:
         """Delivers `push`'s landed keys, batch after batch, unless another
         thread writes it (lock not held on entry)."""
         with self._cond:
-            while not push.writing and push.leftover is None and push.failure is None:
+            while not (push.writing or push.removed) and push.leftover is None \
+                    and push.failure is None:
                 values = self._values
                 batch = [(key, values[key]) for key in push.left if key in values]
                 if not batch:
@@ -485,6 +487,7 @@ class Push:
         self.waiting = wakeup is None  # the serving thread waits on `cond` for the end
         self.writing = False  # a thread is in `deliver` or writes a leftover
         self.draining = False  # the serving thread waits for that write to end
+        self.removed = False  # its stream ended: nothing more is written to it
         self.leftover: Optional[Callable] = None  # for the serving thread to write
         self.failure: Optional[BaseException] = None  # what a `deliver` raised
 

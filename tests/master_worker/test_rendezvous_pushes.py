@@ -160,6 +160,10 @@ def test_a_removed_push_is_written_no_more():
     rendezvous.remove_push(push)
     rendezvous.send(_key("a"), np.float32(1))
     assert sink.batches == []
+    # A sender that picked the push just before it was removed writes nothing either
+    # (its connection may be closed by then).
+    rendezvous._run_push(push)
+    assert sink.batches == []
 
 
 class _Idle:
