@@ -36,14 +36,14 @@ class _Sink:
         return self._leave(batch) if self._leave is not None else None
 
 
-def _serve(rendezvous, push, deadline=None, stopped=lambda: False) -> dict:
+def _serve(rendezvous, push, deadline=None, stopped=lambda: False, idle=None) -> dict:
     """await_push on a thread of its own, as a connection's thread runs it."""
     out: dict = {"leftovers": 0}
 
     def run() -> None:
         try:
             while True:
-                leftover = rendezvous.await_push(push, deadline, stopped)
+                leftover = rendezvous.await_push(push, deadline, stopped, idle)
                 if leftover is None:
                     out["ended"] = True
                     return
@@ -194,32 +194,12 @@ class _Idle:
             return self.request
 
 
-def _serve_idle(rendezvous, push, idle) -> dict:
-    out: dict = {}
-
-    def run() -> None:
-        try:
-            while True:
-                leftover = rendezvous.await_push(push, None, lambda: False, idle)
-                if leftover is None:
-                    out["ended"] = True
-                    return
-                leftover()
-                rendezvous.resume_push(push)
-        except BaseException as e:  # noqa: BLE001 - the test inspects it
-            out["error"] = e
-
-    out["thread"] = threading.Thread(target=run, daemon=True)
-    out["thread"].start()
-    return out
-
-
 def test_with_an_idle_wait_the_stream_end_signals_nobody_and_the_next_request_ends_it():
     rendezvous = StepRendezvous(7)
     idle = _Idle()
     sink = _Sink()
     push = rendezvous.add_push([_key("a")], sink, idle.wakeup)
-    served = _serve_idle(rendezvous, push, idle)
+    served = _serve(rendezvous, push, idle=idle)
     with idle.cond:
         assert idle.cond.wait_for(lambda: idle.calls == 1, 10)  # the thread waits in idle
     rendezvous.send(_key("a"), np.float32(1))
@@ -237,7 +217,7 @@ def test_with_an_idle_wait_a_leftover_or_an_abort_signals_the_thread():
     push = rendezvous.add_push([_key("a"), _key("b")],
                                _Sink(lambda batch: lambda: written.append(batch[0][0])),
                                idle.wakeup)
-    served = _serve_idle(rendezvous, push, idle)
+    served = _serve(rendezvous, push, idle=idle)
     rendezvous.send(_key("a"), np.float32(1))  # its write is left to the thread
     with idle.cond:
         assert idle.cond.wait_for(lambda: idle.signals >= 1, 10)
