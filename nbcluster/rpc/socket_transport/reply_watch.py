@@ -104,16 +104,18 @@ class ReplyWatch:
     def _landed(self, entry: Watched) -> None:
         """A reply began (or the peer hung up) before its caller came back."""
         # Under the lock, so a caller that unwatched meanwhile (and may have read its
-        # reply and closed or reused the socket) is never peeked at: a non-blocking peek.
+        # reply and closed or reused the socket) is never peeked at.
         with self._lock:
             if entry.done:
                 return
-            try:
-                first = entry.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                return  # nothing after all: the caller's read will wait for it
-            except OSError:
-                first = b""
+            first = _first_byte(entry.sock)
+            if first is None:
+                # Nothing after all: the event was an earlier call's on this pooled
+                # socket (its caller unwatched, read and sent again before we looked).
+                # Watch on, and never wait here: this lock is every caller's.
+                self._watched[entry.fd] = entry
+                self._poll.modify(entry.fd, _EVENTS)
+                return
         if first != b"R":  # an error frame ("X") or a hang-up (b"")
             _call(entry.on_error)
 
@@ -137,6 +139,22 @@ class ReplyWatch:
                     return  # its caller came back meanwhile and reads on its own
                 entry.failure = e
             _call(entry.on_error)
+
+
+def _first_byte(sock: socket.socket) -> Optional[bytes]:
+    """The reply's first byte if one has landed, b"" on a hang-up, None if nothing has.
+
+    Never waits: a socket with a timeout (as a caller's read sets one) makes Python's
+    recv wait for readability whatever its flags, so readiness is asked of poll first.
+    """
+    ready = select.poll()
+    ready.register(sock.fileno(), select.POLLIN | select.POLLRDHUP)
+    if not ready.poll(0):
+        return None
+    try:
+        return sock.recv(1, socket.MSG_PEEK)  # readable: returns at once
+    except OSError:
+        return b""
 
 
 def _call(on_error: Callable[[], None]) -> None:

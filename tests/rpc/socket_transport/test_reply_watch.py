@@ -115,3 +115,21 @@ def test_a_reply_the_caller_took_after_the_poll_is_not_read_as_a_hang_up(pair):
     ours.close()
     watch._landed(entry)
     assert calls == []
+
+
+def test_a_stale_wake_on_a_socket_with_a_timeout_neither_waits_nor_stops_the_watch(pair):
+    # A pooled socket's earlier call fired; its caller read that reply and sent the next
+    # call (a caller's read leaves a timeout on the socket) before the watcher looked.
+    # The watcher then finds nothing: it must not wait under its lock for the reply
+    # (every caller's watch() would block behind it), and must go on watching.
+    ours, theirs = pair
+    ours.settimeout(120.0)
+    watch, fired = ReplyWatch(), threading.Event()
+    entry = watch.watch(ours, fired.set)
+    looked = threading.Thread(target=watch._landed, args=(entry,), daemon=True)
+    looked.start()
+    looked.join(_WAIT_S)
+    assert not looked.is_alive()
+    assert watch.watching() == 1 and not fired.is_set()
+    theirs.sendall(b"X")
+    assert fired.wait(_WAIT_S)
