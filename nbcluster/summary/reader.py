@@ -16,6 +16,8 @@ def summary_iterator(path: str):
       ...     for value in event.summary.value:
       ...         print(event.step, value.tag, value.simple_value)
     """
+    from nbcluster.summary.tensorboard_stub import without_tensorflow
+    without_tensorflow()
     from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
     from tensorboard.compat.proto.event_pb2 import Event
 

@@ -71,6 +71,8 @@ class FileWriter:
 
     def __init__(self, logdir: str, graph=None, max_queue: int = 10, flush_secs: float = 120,
                  graph_def=None, filename_suffix: Optional[str] = None, session=None) -> None:
+        from nbcluster.summary.tensorboard_stub import without_tensorflow
+        without_tensorflow()
         from tensorboard.compat.proto import event_pb2, summary_pb2
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
