@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import pytest
-
 from tensorflow_processes import requires_tensorflow
 
 pytestmark = pytest.mark.timeout(120)
