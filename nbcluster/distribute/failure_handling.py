@@ -23,28 +23,48 @@ from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
 TRANSIENT_CODES = (errors.UNAVAILABLE, errors.ABORTED)
 MAX_TRANSIENT_RETRIES = 3
 PROBE_TIMEOUT_S = 5.0  # a dead task refuses at once; this bounds a hung one
-MIN_PROBE_INTERVAL_S = 0.1
-# A worker back up is noticed within about this long, plus the shared channel's
-# reconnect backoff (at most 1 s, `rpc.channels`).
-MAX_PROBE_INTERVAL_S = 1.0
+# A task waited for (at the start, or a failed worker until it is back) is asked
+# with calls that wait this long for it to accept (wait_for_ready), so it is
+# reached as soon as it binds: a call that fails at once leaves the channel's
+# connection attempts unpolled in a process that serves nothing, and gRPC's
+# backup poller notices their outcome only every 5 s (measured: a task up 3.2 s
+# after the first probe was reached at 10.0 s by fail-fast probes every 0.1 s).
+WAIT_PROBE_S = 1.0
 # Tasks start in any order (Kubernetes, Slurm): a ps not up yet is waited for
 # this long at the start, as TF's master waits for its workers, then it is fatal.
 START_WAIT_S = 60.0
 START_LOG_EVERY_S = 10.0
 
 
-def probe(address: str, timeout: float = PROBE_TIMEOUT_S) -> Optional[tuple]:
+def probe(address: str, timeout: float = PROBE_TIMEOUT_S,
+          wait: bool = False) -> Optional[tuple]:
     """The incarnations of the task at `address`, or None if it does not answer.
 
     The probe uses the channel this process shares with the task's sessions:
     its reconnect backoff is capped at 1 s (`rpc.channels`), so a task back
     up is reached within about a second, with no channel closed under them.
+    `wait`: wait up to `timeout` for the task to accept connections, instead of
+    failing at once where it refuses them.
     """
     try:
-        status = GrpcWorkerClient(address).get_status(timeout)
+        status = GrpcWorkerClient(address).get_status(timeout, wait_for_ready=wait)
     except errors.OpError:
         return None
     return tuple(sorted(d.incarnation for d in status.device_attributes))
+
+
+def probe_waiting(address: str, seconds: float,
+                  stopped: Optional[threading.Event] = None) -> Optional[tuple]:
+    """`probe` that waits up to `seconds` for the task to accept; when it fails, it
+    returns no sooner than `seconds` (or `stopped`), so a loop of them never spins
+    on a port that fails calls at once."""
+    began = time.monotonic()
+    found = probe(address, max(seconds, 1e-3), wait=True)
+    if found is None:
+        rest = seconds - (time.monotonic() - began)
+        if rest > 0:
+            (stopped or threading.Event()).wait(rest)
+    return found
 
 
 @dataclass(frozen=True)
@@ -101,9 +121,10 @@ class ClusterHealth:
                 logged = now
                 print(f"ClusterCoordinator still waiting for "
                       f"{', '.join(task_name(*t) for t in missing)}", file=sys.stderr)
-            time.sleep(MIN_PROBE_INTERVAL_S)
+            left = start_wait - (now - began)
             for task in missing:
-                self._incarnation[task] = probe(self._address[task], self._timeout)
+                self._incarnation[task] = probe_waiting(
+                    self._address[task], min(WAIT_PROBE_S, left / len(missing)))
 
     def is_up(self, worker: int) -> bool:
         with self._lock:
@@ -142,21 +163,18 @@ class ClusterHealth:
         return None
 
     def wait_until_up(self, worker: int, stopped: threading.Event) -> bool:
-        """Probes `worker` at growing intervals (capped) until it answers.
+        """Probes `worker`, each probe waiting a second for it to accept, until it answers.
 
         Returns: True once it answers (its incarnation is recorded), False
           if `stopped` was set first.
         """
         task = ("worker", worker)
-        interval = MIN_PROBE_INTERVAL_S
         while not stopped.is_set():
-            found = probe(self._address[task], self._timeout)
+            found = probe_waiting(self._address[task], WAIT_PROBE_S, stopped)
             if found is not None:
                 with self._lock:
                     self._incarnation[task] = found
                 return True
-            stopped.wait(interval)
-            interval = min(MAX_PROBE_INTERVAL_S, interval * 2)
         return False
 
 
