@@ -167,9 +167,17 @@ def send_all(sock: socket.socket, pieces: list, fds: list = ()) -> None:
 
 def send_now(sock: socket.socket, pieces: list, fds: list = ()) -> tuple:
     """`send_all` without blocking: writes what the kernel takes now and
-    returns (pieces, fds) left for a `send_all` (both empty when all went)."""
+    returns (pieces, fds) left for a `send_all` (both empty when all went).
+
+    On a socket with a timeout Python waits for room whatever MSG_DONTWAIT
+    says (and then raises TimeoutError), so such a socket gets nothing here:
+    the caller's thread must never wait on another's peer. The server's
+    connections are blocking after their handshake, so this is the rule's guard.
+    """
     pieces = [memoryview(p).cast("B") for p in pieces if len(p)]
     fds = list(fds)
+    if sock.gettimeout() is not None:
+        return pieces, fds
     while pieces:
         try:
             sent = sock.sendmsg(pieces[:512], shm.fd_message(fds),

@@ -64,6 +64,25 @@ def test_send_now_keeps_the_descriptors_when_nothing_went():
         b.close()
 
 
+def test_send_now_on_a_socket_with_a_timeout_leaves_it_all_without_waiting():
+    # Python waits for room on such a socket whatever MSG_DONTWAIT says: a full
+    # buffer would hold the producing thread for the whole timeout, then raise.
+    a, b = _pair(sndbuf=4096)
+    try:
+        wire.send_now(a, [b"x" * (1 << 20)])  # fills the buffer
+        a.settimeout(30.0)
+        done = {}
+        sender = threading.Thread(target=lambda: done.update(
+            left=wire.send_now(a, [b"next"])[0]), daemon=True)
+        sender.start()
+        sender.join(10)
+        assert not sender.is_alive()
+        assert [bytes(p) for p in done["left"]] == [b"next"]
+    finally:
+        a.close()
+        b.close()
+
+
 def test_a_delivered_batch_reads_back_and_a_large_one_is_left_to_the_connection():
     a, b = _pair()
     wire.widen(a)
