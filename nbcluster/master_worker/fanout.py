@@ -56,12 +56,15 @@ def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],
             pool.submit(cancel_all)
 
     started = {}
-    if start is not None:
-        for i in remote:
-            call = start(parts[i], on_error)
-            if call is not None:
-                started[i] = call
     try:
+        # Inside the try: a start that fails (the peer closed its data plane)
+        # must not leave the calls started before it running unread, their
+        # partitions waiting on partitions that never run.
+        if start is not None:
+            for i in remote:
+                call = start(parts[i], on_error)
+                if call is not None:
+                    started[i] = call
         futures = {pool.submit(run, parts[i]): i
                    for i in remote + local[:-1] if i not in started}
         for future in list(futures):
@@ -76,7 +79,7 @@ def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],
             futures[future] = i
             if future.exception() is not None:
                 cancel_all()
-    except BaseException:  # not an OpError (those are results): drop what was started
+    except BaseException:  # a start's error, or not an OpError: drop what was started
         for call in started.values():
             call.abandon()
         cancel_all()

@@ -132,3 +132,23 @@ def test_an_interrupt_abandons_what_was_started(pool):
         run_partitions([REMOTE, LOCAL], run, lambda: log.append("cleanup"), None, pool,
                        start=lambda part, on_error: _Started(log))
     assert log == ["abandon", "cleanup"]
+
+
+def test_a_failed_start_abandons_the_calls_started_before_it(pool):
+    """Regression: the second remote partition's start raised (its peer closed the
+    data plane) after the first's RunGraph was sent; that call was never read nor
+    closed, its partition left waiting on partitions that never ran, no cleanup."""
+    log: list = []
+    first = _Started(log)
+    failure = errors.UnavailableError(None, None, "its data plane closed the connection")
+    other = SimpleNamespace(name="other remote", client=object())
+
+    def start(part, on_error):
+        if part is other:
+            raise failure
+        return first
+
+    with pytest.raises(errors.UnavailableError):
+        run_partitions([REMOTE, other, LOCAL], lambda part: "ran", lambda: log.append("cleanup"),
+                       None, pool, start=start)
+    assert log == ["abandon", "cleanup"]
