@@ -42,11 +42,24 @@ class PushedStreams:
         self._run_push(push)
         return push
 
-    def remove_push(self, push: "Push") -> None:
+    def remove_push(self, push: "Push") -> Optional[Callable]:
+        """Ends `push`'s stream: no landing thread writes to it from now on.
+        Returns what a `deliver` under way at that moment left unwritten (a
+        callable), else None; the connection's next bytes must be those.
+
+        Waits for that `deliver` (it never blocks): a stream failed by an
+        abort or a deadline is removed between `await_push`'s raise and the
+        error frame, and a Send may land a key just then."""
         with self._cond:
             push.removed = True  # a landing thread that picked it just before writes nothing
+            while push.delivering:
+                push.draining = True
+                push.cond.wait()
+            push.draining = False
             if push in self._pushes:
                 self._pushes.remove(push)
+            leftover, push.leftover = push.leftover, None
+        return leftover
 
     def await_push(self, push: "Push", deadline: Optional[float] = None,
                    stopped: Callable[[], bool] = lambda: False,
@@ -128,7 +141,7 @@ class PushedStreams:
                 if not batch:
                     break
                 push.left = [key for key in push.left if key not in values]
-                push.writing = True
+                push.writing = push.delivering = True
                 self._cond.release()
                 leftover, failure = None, None
                 try:
@@ -137,7 +150,7 @@ class PushedStreams:
                     failure = e
                 finally:
                     self._cond.acquire()
-                    push.writing = False
+                    push.writing = push.delivering = False
                 push.leftover, push.failure = leftover, failure
                 if leftover is not None or failure is not None:
                     push.notify()  # the serving thread: write, or fail
@@ -157,6 +170,7 @@ class Push:
         self.wakeup = wakeup
         self.waiting = wakeup is None  # the serving thread waits on `cond` for the end
         self.writing = False  # a thread is in `deliver` or writes a leftover
+        self.delivering = False  # a thread is in `deliver` (not the serving thread's leftover)
         self.draining = False  # the serving thread waits for that write to end
         self.removed = False  # its stream ended: nothing more is written to it
         self.leftover: Optional[Callable] = None  # for the serving thread to write

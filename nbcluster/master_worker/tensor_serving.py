@@ -137,8 +137,14 @@ class TensorServer:
                 leftover()
                 step.rendezvous.resume_push(push)
         finally:
-            step.rendezvous.remove_push(push)
-            self._steps.end_wait(step_id, step)
+            try:
+                # A batch a Send began writing as the stream failed: its rest goes
+                # before the error frame, which must not land inside it.
+                leftover = step.rendezvous.remove_push(push)
+                if leftover is not None and not stopped():
+                    leftover()
+            finally:
+                self._steps.end_wait(step_id, step)
 
     def _bounded(self, step, step_id: int, deadline: Optional[float], wait):
         """`wait(deadline)`, cut short while no RunGraph has begun the step."""

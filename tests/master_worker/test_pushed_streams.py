@@ -260,3 +260,49 @@ def test_an_abort_during_a_write_fails_the_stream_only_once_that_write_ended():
     server.join(10)
     sender.join(10)
     assert events == ["written", "failed"] and failed
+
+
+def test_removing_a_failed_stream_waits_for_a_write_a_send_began_and_returns_its_rest():
+    """Regression: between `await_push` raising (an abort, a deadline) and
+    `remove_push`, a Send landed a key and began writing its batch; the
+    removal did not wait for it, so the serving thread's error frame went onto
+    the connection during (or inside) that batch, and a partial write's rest
+    was never written: the consumer's framing was lost."""
+    rendezvous = StepRendezvous(7)
+    in_write, finish_write = threading.Event(), threading.Event()
+    events: list = []
+
+    def partial(batch):
+        in_write.set()
+        assert finish_write.wait(10)
+        events.append("batch begun")
+        return lambda: events.append("batch rest")
+
+    push = rendezvous.add_push([_key("a"), _key("b")], partial, lambda: None)
+    rendezvous.abort(errors.AbortedError(None, None, "step 7 ended"))
+    with pytest.raises(errors.AbortedError):
+        rendezvous.await_push(push)  # nothing was being written: it fails at once
+    sender = threading.Thread(target=rendezvous.send, args=(_key("a"), np.float32(1)))
+    sender.start()  # the key lands before the serving thread removed the push
+    assert in_write.wait(10)
+    rest: list = []
+
+    def remove() -> None:
+        rest.append(rendezvous.remove_push(push))
+        events.append("removed")  # the serving thread writes its error frame next
+
+    remover = threading.Thread(target=remove, daemon=True)
+    remover.start()
+    for _ in range(1000):  # until it waits for the write (or wrongly returned)
+        with rendezvous._cond:
+            if push.draining or not remover.is_alive():
+                break
+        time.sleep(0.01)
+    finish_write.set()
+    sender.join(10)
+    remover.join(10)
+    assert events == ["batch begun", "removed"]
+    rest[0]()  # what the serving thread writes before its error frame
+    assert events[-1] == "batch rest"
+    rendezvous.send(_key("b"), np.float32(2))
+    assert events[-1] == "batch rest"  # removed: no more writes
