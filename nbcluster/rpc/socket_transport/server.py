@@ -333,6 +333,8 @@ class DataPlaneServer:
                     conn.running_step = None
                 return calls.encode_reply(*result, conn.shared)
             conn.running_graph = request.step_id
+            if conn.gone:  # it hung up before that was set (`_hung_up` saw no RunGraph)
+                self._worker.cleanup_graph(request.step_id)
             try:
                 result = serve_run_graph(self._worker, request, feeds, timeout)
             finally:

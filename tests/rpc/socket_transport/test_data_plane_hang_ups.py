@@ -1,4 +1,5 @@
-"""Data-plane hang-ups: a new connection on a hung-up one's fd number keeps its request."""
+"""Data-plane hang-ups: a new connection on a hung-up one's fd number keeps its request;
+a RunGraph whose caller hung up before it began is ended."""
 from __future__ import annotations
 
 import os
@@ -6,14 +7,16 @@ import select
 import socket
 import threading
 import uuid
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from nbcluster import errors
+from nbcluster.proto import worker_pb2
+from nbcluster.rpc.socket_transport import calls, handshake
 from nbcluster.rpc.socket_transport import frames as wire
-from nbcluster.rpc.socket_transport import handshake
-from nbcluster.rpc.socket_transport.server import DataPlaneServer
+from nbcluster.rpc.socket_transport.server import DataPlaneServer, _Connection
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -132,5 +135,45 @@ def test_a_new_connection_on_a_hung_up_ones_fd_keeps_its_request():
     finally:
         first.close()
         second.close()
+        server.close()
+        server.join()
+
+
+class _StepWorker:
+    """Runs a RunGraph until its step is cleaned up (a bounded wait, then it reports)."""
+
+    def __init__(self) -> None:
+        self.cleaned = threading.Event()
+        self.counters = SimpleNamespace(received=lambda nbytes: None)
+
+    def run_graph(self, session, graph, step_id, feeds, fetches, timeout, *flags):
+        if not self.cleaned.wait(3.0):  # bounds the test before the fix; never reached after
+            raise errors.DeadlineExceededError(None, None, "the step was never cleaned up")
+        raise errors.CancelledError(None, None, f"Step {step_id} was cancelled")
+
+    def cleanup_graph(self, step_id) -> None:
+        self.cleaned.set()
+
+
+def test_a_run_graph_whose_caller_hung_up_before_it_began_is_cleaned_up():
+    """Regression: the caller died right after sending its RunGraph, and the
+    hang-up was handled while the request's feeds were still being read: no
+    RunGraph ran yet, so `_hung_up` cleaned nothing up, and the RunGraph then
+    ran with its caller gone, waiting on peers until its deadline."""
+    worker = _StepWorker()
+    server = DataPlaneServer(worker, f"\0nbcluster-test/{os.getpid()}-{uuid.uuid4().hex}".encode())
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = _Connection(ours)
+    try:
+        conn.gone = True  # the watcher's `_hung_up` ran before the RunGraph began
+        reply = server._call(conn, calls.RUN_GRAPH,
+                             worker_pb2.RunGraphRequest(step_id=42), [], None)
+        assert worker.cleaned.is_set()
+        wire.send_all(ours, reply)
+        code, message, _ = wire.read_reply(wire.FrameReader(theirs))
+        assert code == errors.CANCELLED, message
+    finally:
+        conn.close()
+        theirs.close()
         server.close()
         server.join()
