@@ -87,6 +87,27 @@ def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],
     return _gather(futures, len(parts), deadline, cancel_all, cancelled)
 
 
+def cleanup_step(clients, step_id: int) -> None:
+    """CleanupGraph of step `step_id` on every client's worker, errors ignored
+    (the step failed already). The remote ones go each on a thread of their own,
+    not waited for: a task that hangs (stopped) answers only at the call's
+    deadline, and the other workers' partitions, which may wait on its tensors,
+    must not wait that long to be cancelled. Only failed steps get here."""
+    for client in clients:
+        if isinstance(client, InProcessWorkerClient):
+            _cleanup_quietly(client, step_id)
+        else:
+            threading.Thread(target=_cleanup_quietly, args=(client, step_id), daemon=True,
+                             name="nbcluster-step-cleanup").start()
+
+
+def _cleanup_quietly(client, step_id: int) -> None:
+    try:
+        client.cleanup_graph(step_id)
+    except errors.OpError:
+        pass
+
+
 def _inline(fn: Callable, *args) -> Future:
     """`fn(*args)` run on this thread, as a done Future (an OpError its exception)."""
     future: Future = Future()

@@ -19,7 +19,7 @@ from typing import Callable, Optional
 from nbcluster import errors
 from nbcluster.framework.cluster_spec import ClusterSpec
 from nbcluster.framework.node import Node
-from nbcluster.master_worker.fanout import run_partitions
+from nbcluster.master_worker.fanout import cleanup_step, run_partitions
 from nbcluster.master_worker.session_cluster import (
     DEFAULT_FIRST_CONTACT_WAIT,
     DEFAULT_STATUS_TIMEOUT,
@@ -340,8 +340,7 @@ class Master:
         with session.lock:
             session.steps.add((step_id, clients))
         try:
-            if caller is not None and not caller.watch(
-                    lambda: [_quietly(c, "cleanup_graph", step_id) for c in clients]):
+            if caller is not None and not caller.watch(lambda: cleanup_step(clients, step_id)):
                 raise errors.CancelledError(None, None, "The step's caller went away")
             results = self._run_parts(plan, step_id, feeds, timeout, trace, graphs)
         except errors.AbortedError:
@@ -376,8 +375,7 @@ class Master:
             return None if begin is None else begin(*request(part), on_error)
 
         def cleanup() -> None:
-            for part in plan.parts:
-                _quietly(part.client, "cleanup_graph", step_id)
+            cleanup_step([part.client for part in plan.parts], step_id)
 
         results = run_partitions(plan.parts, run, cleanup, timeout, _POOL, start)
         for part in plan.cleanup_after:  # TF's workers keep a step's rendezvous until

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from nbcluster import errors
-from nbcluster.master_worker.fanout import run_partitions
+from nbcluster.master_worker.fanout import cleanup_step, run_partitions
 from nbcluster.master_worker.transport import InProcessWorkerClient
 
 pytestmark = pytest.mark.timeout(60)
@@ -152,3 +152,45 @@ def test_a_failed_start_abandons_the_calls_started_before_it(pool):
         run_partitions([REMOTE, other, LOCAL], lambda part: "ran", lambda: log.append("cleanup"),
                        None, pool, start=start)
     assert log == ["abandon", "cleanup"]
+
+
+class _Cleaned:
+    """A worker client whose CleanupGraph is recorded; `hangs` holds it until released."""
+
+    def __init__(self, log: list, name: str, hangs: threading.Event = None) -> None:
+        self.log, self.name, self.hangs = log, name, hangs
+
+    def cleanup_graph(self, step_id) -> None:
+        if self.hangs is not None:
+            # A stopped task: no answer until the call's deadline (the test's wait).
+            if not self.hangs.wait(_WAIT_S):
+                self.log.append((self.name, "waited out"))
+            raise errors.DeadlineExceededError(None, None, "Deadline Exceeded")
+        self.log.append((self.name, step_id))
+
+
+class _LocalCleaned(InProcessWorkerClient):
+    def __init__(self, log: list) -> None:
+        self.log = log
+
+    def cleanup_graph(self, step_id) -> None:
+        self.log.append(("local", step_id))
+
+
+def test_a_hung_worker_s_cleanup_does_not_hold_back_the_others():
+    """Regression: a failed step's CleanupGraph went to its workers one after
+    another, so a stopped task's (waiting out its 30 s deadline) held back the
+    cancellation of the partitions after it, which wait on its tensors."""
+    log: list = []
+    hung = threading.Event()
+    other = _Cleaned(log, "other")
+    try:
+        cleanup_step([_Cleaned(log, "stopped", hung), other, _LocalCleaned(log)], 7)
+        assert ("local", 7) in log  # inline: done on return
+        for _ in range(1000):
+            if ("other", 7) in log:
+                break
+            hung.wait(0.01)
+        assert sorted(log) == [("local", 7), ("other", 7)]
+    finally:
+        hung.set()
