@@ -128,23 +128,29 @@ class TensorServer:
 
         push = step.rendezvous.add_push(keys, counted, wakeup)
         try:
-            while True:
-                leftover = self._bounded(
-                    step, step_id, deadline,
-                    lambda d: step.rendezvous.await_push(push, d, stopped, idle))
-                if leftover is None:
-                    return
-                leftover()
-                step.rendezvous.resume_push(push)
-        finally:
             try:
+                while True:
+                    leftover = self._bounded(
+                        step, step_id, deadline,
+                        lambda d: step.rendezvous.await_push(push, d, stopped, idle))
+                    if leftover is None:
+                        return
+                    leftover()
+                    step.rendezvous.resume_push(push)
+            finally:
                 # A batch a Send began writing as the stream failed: its rest goes
-                # before the error frame, which must not land inside it.
+                # first, as the error frame that follows must not land inside it.
                 leftover = step.rendezvous.remove_push(push)
                 if leftover is not None and not stopped():
                     leftover()
-            finally:
-                self._steps.end_wait(step_id, step)
+        except errors.OpError:
+            # That batch brought the last keys: the stream ended well, and an error
+            # frame after its end would be read as the connection's next reply.
+            if not push.left and push.failure is None:
+                return
+            raise
+        finally:
+            self._steps.end_wait(step_id, step)
 
     def _bounded(self, step, step_id: int, deadline: Optional[float], wait):
         """`wait(deadline)`, cut short while no RunGraph has begun the step."""

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from nbcluster import errors
 from nbcluster.master_worker.rendezvous import StepRendezvous, make_key
+from nbcluster.master_worker.task_counters import TaskCounters
+from nbcluster.master_worker.tensor_serving import TensorServer
+from nbcluster.master_worker.worker_steps import StepTable
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -306,3 +310,34 @@ def test_removing_a_failed_stream_waits_for_a_write_a_send_began_and_returns_its
     assert events[-1] == "batch rest"
     rendezvous.send(_key("b"), np.float32(2))
     assert events[-1] == "batch rest"  # removed: no more writes
+
+
+def test_a_stream_whose_last_keys_were_written_as_it_failed_ends_well_after_their_rest():
+    """Regression: the step was aborted (its wait raised), and before the push was
+    removed a Send wrote the stream's last keys, partly. The serving thread
+    then wrote an error frame after a stream that had ended (the consumer read
+    it as its pooled connection's next reply) and never wrote the batch's rest."""
+    steps = StepTable(lambda *args: None)  # no peers: nothing is fetched from one
+    server = TensorServer(SimpleNamespace(job="ps", task=0, incarnation=1), steps,
+                          TaskCounters(), lambda: set())
+    step = steps.begin_wait(7)  # the step the stream waits on
+    rendezvous = step.rendezvous
+    rendezvous.abort(errors.AbortedError(None, None, "step 7 ended"))
+    written: list = []
+
+    def deliver(batch):
+        written.append([key for key, _ in batch])
+        return lambda: written.append("rest")  # the socket took part of it
+
+    remove = rendezvous.remove_push
+
+    def late_send_then_remove(push):
+        rendezvous.send(_key("a"), np.float32(1))  # lands just before the removal
+        return remove(push)
+
+    rendezvous.remove_push = late_send_then_remove
+    try:
+        server.push_tensors(7, [_key("a")], deliver)  # no error: the stream was complete
+    finally:
+        steps.end_wait(7, step)
+    assert written == [[_key("a")], "rest"]
