@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import socket
 import threading
 import time
@@ -256,6 +257,14 @@ class DataPlanePeer:
                 return
         conn.sock.close()
 
+    def after_fork(self) -> None:
+        """Drops, in a forked child, the connections pooled in the parent: both
+        processes would write requests to, and read replies from, one socket."""
+        self._lock = threading.Lock()  # another thread of the parent may have held it
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.sock.close()  # the child's descriptor only: the parent's stays open
+
     def close(self) -> None:
         """Closes the idle connections (those in use close when their request ends)."""
         with self._lock:
@@ -320,6 +329,14 @@ def forget_all() -> None:
         peer.close()
 
 
+def _after_fork() -> None:
+    global _lock
+    _lock = threading.Lock()
+    for peer in _peers.values():  # kept: sessions' clients hold them
+        peer.after_fork()
+
+
 _peers: dict[bytes, DataPlanePeer] = {}
 _lock = threading.Lock()
 atexit.register(forget_all)
+os.register_at_fork(after_in_child=_after_fork)

@@ -16,6 +16,7 @@ tensors), so this thread does not wake.
 from __future__ import annotations
 
 import logging
+import os
 import select
 import socket
 import threading
@@ -79,6 +80,15 @@ class ReplyWatch:
                 self._poll.unregister(entry.fd)  # fired (one-shot) or not, it leaves
             except OSError:
                 pass
+
+    def after_fork(self) -> None:
+        """Starts afresh in a forked child: the parent's thread is not there, its
+        lock may be held for good, and the epoll is the parent's own instance
+        (shared: the parent's thread would get the child's events)."""
+        poll = self._poll
+        self.__init__()
+        if poll is not None:
+            poll.close()  # the child's descriptor only: the parent's stays open
 
     def watching(self) -> int:
         """How many calls are watched (for tests)."""
@@ -165,3 +175,4 @@ def _call(on_error: Callable[[], None]) -> None:
 
 
 WATCH = ReplyWatch()
+os.register_at_fork(after_in_child=WATCH.after_fork)
