@@ -43,13 +43,17 @@ def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],
     remote = [i for i in range(len(parts)) if i not in local]
     cancel_lock = threading.Lock()
     cancelled = [False]
+    cleaned = threading.Event()
 
     def cancel_all() -> None:
         with cancel_lock:
             if cancelled[0]:
                 return
             cancelled[0] = True
-        cleanup()
+        try:
+            cleanup()
+        finally:
+            cleaned.set()
 
     def on_error() -> None:
         if not cancelled[0]:
@@ -84,21 +88,33 @@ def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],
             call.abandon()
         cancel_all()
         raise
-    return _gather(futures, len(parts), deadline, cancel_all, cancelled)
+    try:
+        return _gather(futures, len(parts), deadline, cancel_all, cancelled)
+    finally:
+        if cancelled[0]:
+            # Whichever thread cleans up (a reply watcher's `on_error` hands it to
+            # the pool): the step's error comes back once that is done, so what
+            # it cancels never overlaps the caller's next step.
+            cleaned.wait()
 
 
 def cleanup_step(clients, step_id: int) -> None:
     """CleanupGraph of step `step_id` on every client's worker, errors ignored
-    (the step failed already). The remote ones go each on a thread of their own,
-    not waited for: a task that hangs (stopped) answers only at the call's
-    deadline, and the other workers' partitions, which may wait on its tensors,
-    must not wait that long to be cancelled. Only failed steps get here."""
-    for client in clients:
-        if isinstance(client, InProcessWorkerClient):
-            _cleanup_quietly(client, step_id)
-        else:
-            threading.Thread(target=_cleanup_quietly, args=(client, step_id), daemon=True,
-                             name="nbcluster-step-cleanup").start()
+    (the step failed already), all at once: in turn, a task that hangs
+    (stopped: it answers only at the call's deadline) held back the calls after
+    it, and the partitions they cancel, which may wait on its tensors. Returns
+    once every call returned, so a cancelled step's effects (a dequeue still
+    waiting) never overlap the caller's next step. Only failed steps get here."""
+    local = [c for c in clients if isinstance(c, InProcessWorkerClient)]
+    remote = [c for c in clients if not isinstance(c, InProcessWorkerClient)]
+    threads = [threading.Thread(target=_cleanup_quietly, args=(client, step_id), daemon=True,
+                                name="nbcluster-step-cleanup") for client in remote[1:]]
+    for thread in threads:
+        thread.start()
+    for client in local + remote[:1]:
+        _cleanup_quietly(client, step_id)
+    for thread in threads:
+        thread.join()  # each call has its deadline
 
 
 def _cleanup_quietly(client, step_id: int) -> None:

@@ -180,17 +180,66 @@ class _LocalCleaned(InProcessWorkerClient):
 def test_a_hung_worker_s_cleanup_does_not_hold_back_the_others():
     """Regression: a failed step's CleanupGraph went to its workers one after
     another, so a stopped task's (waiting out its 30 s deadline) held back the
-    cancellation of the partitions after it, which wait on its tensors."""
+    cancellation of the partitions after it, which wait on its tensors. It
+    still returns only once every call returned."""
     log: list = []
     hung = threading.Event()
-    other = _Cleaned(log, "other")
+    cleaner = threading.Thread(target=cleanup_step, daemon=True, args=(
+        [_Cleaned(log, "stopped", hung), _Cleaned(log, "other"), _LocalCleaned(log)], 7))
+    cleaner.start()
     try:
-        cleanup_step([_Cleaned(log, "stopped", hung), other, _LocalCleaned(log)], 7)
-        assert ("local", 7) in log  # inline: done on return
         for _ in range(1000):
-            if ("other", 7) in log:
+            if len(log) >= 2:
                 break
             hung.wait(0.01)
         assert sorted(log) == [("local", 7), ("other", 7)]
+        assert cleaner.is_alive()  # it waits for the stopped task's call
     finally:
         hung.set()
+        cleaner.join(_WAIT_S)
+    assert not cleaner.is_alive() and len(log) == 2
+
+
+def test_the_step_s_error_comes_back_once_a_cleanup_on_another_thread_is_done(pool):
+    """Regression: a started call's error that landed early had the pool clean up
+    (`on_error`); this thread then read that error, found the step cancelled
+    already and returned it at once, while the cleanup went on: the caller's
+    next step could run before this step's dequeue on a peer was cancelled."""
+    log: list = []
+    began, go, returned = threading.Event(), threading.Event(), threading.Event()
+
+    def cleanup() -> None:
+        began.set()
+        go.wait(_WAIT_S)
+        log.append("cleaned")
+
+    def start(part, on_error):
+        call = _Started(log, error=errors.AbortedError(None, None, "peer failed"))
+        finish = call.finish
+
+        def finish_after_the_watcher():
+            on_error()  # the reply watcher saw the error frame first
+            assert began.wait(_WAIT_S)
+            return finish()
+        call.finish = finish_after_the_watcher
+        return call
+
+    def release() -> None:  # lets the cleanup end, unless the step came back first
+        assert began.wait(_WAIT_S)
+        for _ in range(50):
+            if returned.is_set():
+                break
+            returned.wait(0.01)
+        go.set()
+
+    releaser = threading.Thread(target=release, daemon=True)
+    releaser.start()
+    with pytest.raises(errors.AbortedError):
+        try:
+            run_partitions([REMOTE, LOCAL], lambda part: "local", cleanup, None, pool,
+                           start=start)
+        finally:
+            log.append("returned")
+            returned.set()
+    releaser.join(_WAIT_S)
+    assert log == ["finish", "cleaned", "returned"]
