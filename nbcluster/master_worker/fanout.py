@@ -43,17 +43,18 @@ def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],
     remote = [i for i in range(len(parts)) if i not in local]
     cancel_lock = threading.Lock()
     cancelled = [False]
-    cleaned = threading.Event()
+    cleaning: list = []  # the cleanup's Event once one began (none made for a good step)
 
     def cancel_all() -> None:
         with cancel_lock:
             if cancelled[0]:
                 return
             cancelled[0] = True
+            cleaning.append(threading.Event())
         try:
             cleanup()
         finally:
-            cleaned.set()
+            cleaning[0].set()
 
     def on_error() -> None:
         if not cancelled[0]:
@@ -91,11 +92,11 @@ def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],
     try:
         return _gather(futures, len(parts), deadline, cancel_all, cancelled)
     finally:
-        if cancelled[0]:
+        if cleaning:
             # Whichever thread cleans up (a reply watcher's `on_error` hands it to
             # the pool): the step's error comes back once that is done, so what
             # it cancels never overlaps the caller's next step.
-            cleaned.wait()
+            cleaning[0].wait()
 
 
 def cleanup_step(clients, step_id: int) -> None:
