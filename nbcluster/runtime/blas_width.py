@@ -24,12 +24,21 @@ fastest, trying another again after a number of calls that doubles each time
 the choice stays (32 up to 4096). The costs are lopsided (a collapsed wide
 call costs ten narrow ones, a narrow call at most two wide ones), so a node
 starts at one thread and goes wide only while that is 20% faster; a wide call
-that collapses sends it back at once.
+that collapses sends it back at once. A split is the other way round: it
+cannot collapse, but its rare probes from one thread find its helpers asleep
+(a helper's wake on a VM's idle vCPU costs more than on a busy one) and
+measure it slower than it runs, and a single spike (a helper preempted once)
+sent it to one thread for good. So a call that can be split starts split and
+leaves it only for a single thread 20% faster; each way's first run is a
+warm-up, not timed (a helper thread's start); and one slow split counts as at
+most twice its average. Measured on the one-process MLP (2 vCPUs): quiet,
+760-840 -> 900-1070 steps/s; beside two CPU burners, 556-568 -> 595.
 """
 from __future__ import annotations
 
 import threading
 import time
+from typing import Optional
 
 from nbcluster.runtime import math_threads
 
@@ -108,8 +117,9 @@ class WidthChooser:
     """One MatMul node's choice of how wide its calls run: NARROW or SPLIT, else WIDE."""
 
     def __init__(self) -> None:
-        self.way = NARROW  # the way in use
+        self.way: Optional[int] = None  # the way in use; set by the first call
         self.cost = [0.0, 0.0, 0.0]  # seconds per multiply-add, per way; 0: unmeasured
+        self.runs = [0, 0, 0]  # calls per way so far (a way's first one is not timed)
         self.calls = 0
         self.probe_after = _FIRST_PROBE
         self._turn = 0  # which other way the next probe tries
@@ -124,6 +134,8 @@ class WidthChooser:
         # OpenBLAS's own wide call only where ours cannot split: its probes alone,
         # collapsing at 10-50 ms on a loaded host, cost more than it ever saved.
         ways = (NARROW, SPLIT) if split is not None else (NARROW, WIDE)
+        if self.way is None:
+            self.way = SPLIT if split is not None else NARROW
         way, probing = self._pick(ways)
         if way != WIDE:
             _BLAS.enter()
@@ -148,7 +160,16 @@ class WidthChooser:
         return self.way, False
 
     def _learn(self, ways: tuple, way: int, took: float, probing: bool) -> None:
+        self.runs[way] += 1
+        if self.runs[way] == 1:
+            return  # a warm-up: a helper thread's start, a first touch of the output
         old = self.cost[way]
+        if way == SPLIT and old:
+            # One slow split (a helper preempted, a GC pause) counts as at most twice
+            # the average: a split never collapses as OpenBLAS's pool does, and one
+            # spike sent it to one thread, where its rare probes find its helpers
+            # cold (asleep for a whole step) and measure it slower than it runs.
+            took = min(took, 2 * old)
         self.cost[way] = took if not old else old + _ALPHA * (took - old)
         if probing:
             self.calls = 0
@@ -156,7 +177,10 @@ class WidthChooser:
             return
         narrow = self.cost[NARROW]
         fastest = min((w for w in ways if w != NARROW), key=lambda w: self.cost[w])
-        best = fastest if self.cost[fastest] < _WIDE_GAIN * narrow else NARROW
+        if fastest == WIDE:
+            best = WIDE if self.cost[WIDE] < _WIDE_GAIN * narrow else NARROW
+        else:  # a split is left only for a clearly faster single thread
+            best = NARROW if narrow < _WIDE_GAIN * self.cost[SPLIT] else SPLIT
         if best != self.way:
             self.way = best
             self.probe_after = _FIRST_PROBE

@@ -136,3 +136,46 @@ def test_a_slow_split_leaves_the_call_on_one_thread(two_wide):
         chooser.call(_timed(two_wide, 0.5, 2.0, seen), BIG, _split_timed(two_wide, 30.0, seen))
     assert chooser.way == blas_width.NARROW
     assert 2 not in seen and seen[-100:].count(1) >= 97
+
+
+def _split_timed_by_call(now, times, seen: list):
+    """A split call whose k-th run takes times(k) of the test's clock."""
+    def split(threads):
+        seen.append("split")
+        now[0] += times(seen.count("split"))
+        return "split"
+    return split
+
+
+def test_a_split_s_first_slow_run_is_a_warm_up_that_does_not_count(two_wide):
+    # The first split starts the helper threads: timed, it made a split look slower
+    # than one thread, and the rare probes that followed found the helpers asleep.
+    chooser, seen = blas_width.WidthChooser(), []
+    times = lambda k: 50.0 if k == 1 else 1.0  # noqa: E731
+    for _ in range(200):
+        chooser.call(_timed(two_wide, 0.5, 2.0, seen), BIG,
+                     _split_timed_by_call(two_wide, times, seen))
+    assert chooser.way == blas_width.SPLIT
+    assert seen[-100:].count("split") >= 97
+
+
+def test_one_slow_split_does_not_send_the_call_to_one_thread(two_wide):
+    chooser, seen = blas_width.WidthChooser(), []
+    times = lambda k: 60.0 if k == 50 else 1.0  # noqa: E731 - a helper preempted once
+    for _ in range(200):
+        chooser.call(_timed(two_wide, 0.5, 2.0, seen), BIG,
+                     _split_timed_by_call(two_wide, times, seen))
+        assert chooser.way in (None, blas_width.SPLIT)
+    assert seen[-100:].count("split") >= 97
+
+
+def test_a_split_is_left_only_for_a_clearly_faster_single_thread(two_wide):
+    # Its probes from one thread find the helpers cold, so they read a little slow.
+    close, seen = blas_width.WidthChooser(), []
+    for _ in range(200):
+        close.call(_timed(two_wide, 0.5, 1.0, seen), BIG, _split_timed(two_wide, 1.1, seen))
+    assert close.way == blas_width.SPLIT
+    clear = blas_width.WidthChooser()
+    for _ in range(200):
+        clear.call(_timed(two_wide, 0.5, 1.0, seen), BIG, _split_timed(two_wide, 1.5, seen))
+    assert clear.way == blas_width.NARROW
