@@ -231,18 +231,24 @@ def test_with_an_idle_wait_a_leftover_or_an_abort_signals_the_thread():
     assert isinstance(served.get("error"), errors.AbortedError)
 
 
+def _held_writer(events: list, done: str, rest=None):
+    """A `deliver` that says it began (`in_write`), waits to be let go
+    (`finish_write`), then records `done` and returns `rest` (what it left)."""
+    in_write, finish_write = threading.Event(), threading.Event()
+
+    def deliver(batch):
+        in_write.set()
+        assert finish_write.wait(10)
+        events.append(done)
+        return rest
+    return deliver, in_write, finish_write
+
 def test_an_abort_during_a_write_fails_the_stream_only_once_that_write_ended():
     # The serving thread writes the error frame: it must not interleave with
     # a batch a producer is writing on the same connection.
     rendezvous = StepRendezvous(7)
-    in_write, finish_write = threading.Event(), threading.Event()
     events: list = []
-
-    def slow(batch):
-        in_write.set()
-        assert finish_write.wait(10)
-        events.append("written")
-
+    slow, in_write, finish_write = _held_writer(events, "written")
     push = rendezvous.add_push([_key("a"), _key("b")], slow)
     sender = threading.Thread(target=rendezvous.send, args=(_key("a"), np.float32(1)))
     sender.start()
@@ -273,15 +279,9 @@ def test_removing_a_failed_stream_waits_for_a_write_a_send_began_and_returns_its
     the connection during (or inside) that batch, and a partial write's rest
     was never written: the consumer's framing was lost."""
     rendezvous = StepRendezvous(7)
-    in_write, finish_write = threading.Event(), threading.Event()
     events: list = []
-
-    def partial(batch):
-        in_write.set()
-        assert finish_write.wait(10)
-        events.append("batch begun")
-        return lambda: events.append("batch rest")
-
+    partial, in_write, finish_write = _held_writer(
+        events, "batch begun", lambda: events.append("batch rest"))
     push = rendezvous.add_push([_key("a"), _key("b")], partial, lambda: None)
     rendezvous.abort(errors.AbortedError(None, None, "step 7 ended"))
     with pytest.raises(errors.AbortedError):
