@@ -62,8 +62,10 @@ def probe_waiting(address: str, seconds: float,
     found = probe(address, max(seconds, 1e-3), wait=True)
     if found is None:
         rest = seconds - (time.monotonic() - began)
-        if rest > 0:
-            (stopped or threading.Event()).wait(rest)
+        if rest > 0 and stopped is not None:
+            stopped.wait(rest)
+        elif rest > 0:
+            time.sleep(rest)
     return found
 
 

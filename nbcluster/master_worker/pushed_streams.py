@@ -10,10 +10,7 @@ StepRendezvous's own).
 from __future__ import annotations
 
 import threading
-import time
 from typing import Callable, Optional
-
-from nbcluster import errors
 
 
 class PushedStreams:
@@ -96,14 +93,9 @@ class PushedStreams:
                 push.draining = False
                 if not push.left:
                     return None
-                if self.error is not None:
-                    raise self.error
-                if stopped():
+                go_on, timeout = self._may_wait(deadline, stopped, push.left)
+                if not go_on:
                     return None
-                timeout = None if deadline is None else deadline - time.monotonic()
-                if timeout is not None and timeout <= 0:
-                    raise errors.DeadlineExceededError(
-                        None, None, f"Timed out waiting for tensors {push.left}")
                 if idle is None or push.waiting:
                     push.waiting = True  # the stream's end wakes it
                     push.cond.wait(timeout)

@@ -309,15 +309,28 @@ class StepRendezvous(PushedStreams):
                 for key in keys:
                     if key in self._values:
                         return key, self._values[key]
-                if self.error is not None:
-                    raise self.error
-                if stopped():
+                go_on, timeout = self._may_wait(deadline, stopped, keys)
+                if not go_on:
                     return None
-                timeout = None if deadline is None else deadline - time.monotonic()
-                if timeout is not None and timeout <= 0:
-                    raise errors.DeadlineExceededError(
-                        None, None, f"Timed out waiting for tensors {list(keys)}")
                 self._cond.wait(timeout)
+
+    def _may_wait(self, deadline: Optional[float], stopped: Callable[[], bool],
+                  keys) -> tuple:
+        """Before a wait for `keys` (lock held): (False, None) once `stopped()`,
+        else (True, the seconds left or None).
+
+        Raises:
+          the step's error once it is aborted; DeadlineExceededError naming `keys`.
+        """
+        if self.error is not None:
+            raise self.error
+        if stopped():
+            return False, None
+        timeout = None if deadline is None else deadline - time.monotonic()
+        if timeout is not None and timeout <= 0:
+            raise errors.DeadlineExceededError(
+                None, None, f"Timed out waiting for tensors {list(keys)}")
+        return True, timeout
 
     def ready(self, keys) -> list:
         """[(key, value)] for those of `keys` that have landed, waiting for none."""
