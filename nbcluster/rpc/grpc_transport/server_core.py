@@ -5,10 +5,12 @@ import grpc
 
 from nbcluster import errors
 from nbcluster.rpc.grpc_transport.channels import SERVER_OPTIONS
+from nbcluster.rpc.grpc_transport.listen_addresses import bind_every_address, host_port
 from nbcluster.rpc.grpc_transport.master_service import master_handler
 from nbcluster.rpc.grpc_transport.streaming import PendingResponses
 from nbcluster.rpc.grpc_transport.tensorflow_master import tensorflow_master_handler
 from nbcluster.rpc.grpc_transport.tensorflow_worker import tensorflow_worker_handler
+from nbcluster.rpc.grpc_transport.tls import add_port
 from nbcluster.rpc.grpc_transport.wait_slots import RPC_THREADS, WaitSlots
 from nbcluster.rpc.grpc_transport.worker_service import worker_handler
 from nbcluster.runtime.thread_pool import DaemonPool
@@ -24,21 +26,21 @@ def bind_server(host: str, port: int, master, worker, token=None, tls=None) -> t
         interceptors.append(TokenCheck(token))
     pending = PendingResponses()  # one byte budget for the server's parked responses
     slots = WaitSlots.for_server()  # tensor waits never take every thread
-    server = grpc.server(DaemonPool(max_workers=RPC_THREADS, thread_name_prefix="nbcluster-rpc"),
-                         handlers=[master_handler(master, pending),
-                                   worker_handler(worker, slots, pending),
-                                   tensorflow_master_handler(master),
-                                   tensorflow_worker_handler(worker, slots)],
-                         options=SERVER_OPTIONS, interceptors=interceptors)
-    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    try:
-        from nbcluster.rpc.grpc_transport.tls import add_port
-        bound = add_port(server, address, tls)
-    except RuntimeError as e:
-        bound, reason = 0, str(e)
-    else:
-        reason = "the port is in use or the address is not local"
+
+    def new_server() -> grpc.Server:
+        return grpc.server(DaemonPool(max_workers=RPC_THREADS,
+                                      thread_name_prefix="nbcluster-rpc"),
+                           handlers=[master_handler(master, pending),
+                                     worker_handler(worker, slots, pending),
+                                     tensorflow_master_handler(master),
+                                     tensorflow_worker_handler(worker, slots)],
+                           options=SERVER_OPTIONS, interceptors=interceptors)
+
+    def add(server: grpc.Server, address: str) -> int:
+        return add_port(server, address, tls)
+
+    server, bound, reason = bind_every_address(new_server, host, port, add)
     if not bound:
         raise errors.UnknownError(None, None, f"Could not start gRPC server: failed to bind "
-                                              f"{address}: {reason}")
+                                              f"{host_port(host, port)}: {reason}")
     return server, bound
