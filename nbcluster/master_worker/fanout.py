@@ -4,6 +4,7 @@ Rule: knows partitions only as objects with a `client`; no planning here.
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, Executor, Future, wait
@@ -99,22 +100,29 @@ def run_partitions(parts: list, run: Callable, cleanup: Callable[[], None],
             cleaning[0].wait()
 
 
-def cleanup_step(clients, step_id: int) -> None:
+def cleanup_step(clients, step_id: int, since: float = math.inf) -> None:
     """CleanupGraph of step `step_id` on every client's worker, errors ignored
     (the step failed already), all at once: in turn, a task that hangs
     (stopped: it answers only at the call's deadline) held back the calls after
     it, and the partitions they cancel, which may wait on its tensors. Returns
     once every call returned, so a cancelled step's effects (a dequeue still
-    waiting) never overlap the caller's next step. Only failed steps get here."""
+    waiting) never overlap the caller's next step; except the calls to a task
+    that did not answer a call since `since` (the step's start, monotonic:
+    `unanswered_at`, found hung or gone): those are sent, for a stopped task
+    to find once it runs again, but waiting out their 30 s deadline would
+    only hold back the step's error. Only failed steps get here."""
     local = [c for c in clients if isinstance(c, InProcessWorkerClient)]
     remote = [c for c in clients if not isinstance(c, InProcessWorkerClient)]
+    unanswered = [c for c in remote if getattr(c, "unanswered_at", -math.inf) >= since]
+    waited = [c for c in remote if c not in unanswered]
     threads = [threading.Thread(target=_cleanup_quietly, args=(client, step_id), daemon=True,
-                                name="nbcluster-step-cleanup") for client in remote[1:]]
+                                name="nbcluster-step-cleanup")
+               for client in unanswered + waited[1:]]
     for thread in threads:
         thread.start()
-    for client in local + remote[:1]:
+    for client in local + waited[:1]:
         _cleanup_quietly(client, step_id)
-    for thread in threads:
+    for thread in threads[len(unanswered):]:
         thread.join()  # each call has its deadline
 
 

@@ -374,8 +374,10 @@ class Master:
             begin = getattr(part.client, "start_run_graph", None)
             return None if begin is None else begin(*request(part), on_error)
 
+        began = time.monotonic()
+
         def cleanup() -> None:
-            cleanup_step([part.client for part in plan.parts], step_id)
+            cleanup_step([part.client for part in plan.parts], step_id, began)
 
         results = run_partitions(plan.parts, run, cleanup, timeout, _POOL, start)
         for part in plan.cleanup_after:  # TF's workers keep a step's rendezvous until

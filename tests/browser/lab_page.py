@@ -148,12 +148,17 @@ def _upstream_box_race(error: str) -> bool:
         and "nbcluster" not in frames
 
 
+def page_faults(page_errors: list) -> list:
+    """The page's uncaught exceptions, less ipywidgets' own box race (above)."""
+    return [e for e in page_errors if not _upstream_box_race(e)]
+
+
 def problems(page, page_errors: list, ran_before: int | None = None) -> list:
     """Everything that says the run or the rendering went wrong, as readable lines.
 
     Cells from index `ran_before` on need not have run yet (None: every cell must have).
     """
-    found = [f"pageerror: {e}" for e in page_errors if not _upstream_box_race(e)]
+    found = [f"pageerror: {e}" for e in page_faults(page_errors)]
     for cell in cell_report(page):
         due = ran_before is None or cell["index"] < ran_before
         if cell["count"] is None and due:

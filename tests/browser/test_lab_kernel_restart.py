@@ -10,6 +10,7 @@ from lab_page import (
     WIDGET_ERROR_TEXT,
     kernel_pids,
     notebook_page,
+    page_faults,
     run_all,
     servers_of,
     shutdown_kernel,
@@ -88,7 +89,7 @@ def test_a_restart_from_the_page_turns_the_widgets_into_kernel_gone_snapshots(
                 page.evaluate(SAVE_JS)
                 page.wait_for_function("() => window.__nbcSaved !== 'pending'", timeout=30_000)
                 assert page.evaluate("() => window.__nbcSaved") == "done"
-                assert errors == []
+                assert page_faults(errors) == []
             finally:
                 shots("page", page)
         outputs = [o for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"
@@ -103,7 +104,7 @@ def test_a_restart_from_the_page_turns_the_widgets_into_kernel_gone_snapshots(
             assert page.locator(FINISHED).count() == 1
             assert WIDGET_ERROR_TEXT not in page.inner_text("body")
             shots("reopened", page)
-            assert errors == []
+            assert page_faults(errors) == []
     finally:
         shutdown_kernel(jupyter_lab, "restart.ipynb")
         kill_pids(ours)

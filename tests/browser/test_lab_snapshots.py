@@ -16,6 +16,7 @@ from lab_page import (
     cell_report,
     kernel_pids,
     notebook_page,
+    page_faults,
     run_all,
     servers_of,
     shutdown_kernel,
@@ -56,7 +57,7 @@ def test_a_failing_magic_stops_run_all(jupyter_lab, browser, shots):
                 "tfserver: error: line 1: 'ps 1': expected 'job: count' or "
                 "'job: [addresses]', e.g. 'worker: 2'"]  # one line, no frames
             shots("failed-cell", page)
-            assert errors == []
+            assert page_faults(errors) == []
     finally:
         shutdown_kernel(jupyter_lab, "fails.ipynb")
 
@@ -107,7 +108,7 @@ def test_closed_and_stopped_widgets_leave_snapshots_that_a_reopened_notebook_sho
             page.evaluate(SAVE_JS)
             page.wait_for_function("() => window.__nbcSaved !== 'pending'", timeout=30_000)
             assert page.evaluate("() => window.__nbcSaved") == "done"
-            assert errors == []
+            assert page_faults(errors) == []
         assert wait_gone(ours, timeout=15) == [], "the shutdown left task processes running"
         shown = [o for o in _saved_outputs(path)
                  if "nbc-dashboard-table" in "".join(o.get("data", {}).get("text/html", ""))]
@@ -119,7 +120,7 @@ def test_closed_and_stopped_widgets_leave_snapshots_that_a_reopened_notebook_sho
             assert page.locator(".jp-OutputArea-output:has-text('snapshot: closed at')").count()
             assert WIDGET_ERROR_TEXT not in page.inner_text("body")
             shots("reopened", page)
-            assert errors == []
+            assert page_faults(errors) == []
     finally:
         shutdown_kernel(jupyter_lab, "snap.ipynb")
         kill_pids(ours)
@@ -139,6 +140,6 @@ def test_the_builder_toggle_stays_on_one_line(jupyter_lab, browser, shots):
             assert abs(boxes[0]["y"] - boxes[1]["y"]) < 1, boxes  # side by side
             assert boxes[1]["x"] > boxes[0]["x"] + boxes[0]["width"] - 1, boxes
             shots("toggle", page.locator(".nbcluster-builder"))
-            assert errors == []
+            assert page_faults(errors) == []
     finally:
         shutdown_kernel(jupyter_lab, "toggle.ipynb")

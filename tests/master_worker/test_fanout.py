@@ -165,7 +165,9 @@ class _Cleaned:
             # A stopped task: no answer until the call's deadline (the test's wait).
             if not self.hangs.wait(_WAIT_S):
                 self.log.append((self.name, "waited out"))
-            raise errors.DeadlineExceededError(None, None, "Deadline Exceeded")
+                raise errors.DeadlineExceededError(None, None, "Deadline Exceeded")
+            self.log.append((self.name, "answered late"))
+            return
         self.log.append((self.name, step_id))
 
 
@@ -197,7 +199,33 @@ def test_a_hung_worker_s_cleanup_does_not_hold_back_the_others():
     finally:
         hung.set()
         cleaner.join(_WAIT_S)
-    assert not cleaner.is_alive() and len(log) == 2
+    assert not cleaner.is_alive() and sorted(log) == [("local", 7), ("other", 7),
+                                                      ("stopped", "answered late")]
+
+
+def test_the_cleanup_is_sent_to_a_task_found_hung_in_the_step_but_not_waited_for():
+    """Regression: a SIGSTOPped ps, found hung by its RunGraph's probe, held the
+    step's error back until its CleanupGraph's 30 s deadline. A task that did not
+    answer before the step began is waited for, as any other."""
+    log: list = []
+    hung = threading.Event()
+    stopped, earlier = _Cleaned(log, "stopped", hung), _Cleaned(log, "earlier")
+    stopped.unanswered_at, earlier.unanswered_at = 101.0, 99.0
+    cleaner = threading.Thread(target=cleanup_step, daemon=True, args=(
+        [stopped, earlier, _Cleaned(log, "other"), _LocalCleaned(log)], 7, 100.0))
+    try:
+        cleaner.start()
+        cleaner.join(_WAIT_S / 2)
+        assert not cleaner.is_alive()  # back before the stopped task answered
+        assert sorted(log) == [("earlier", 7), ("local", 7), ("other", 7)]
+    finally:
+        hung.set()
+    pause = threading.Event()
+    for _ in range(1000):  # the stopped task's call was sent all the same
+        if ("stopped", "answered late") in log:
+            break
+        pause.wait(0.01)
+    assert ("stopped", "answered late") in log
 
 
 def test_the_step_s_error_comes_back_once_a_cleanup_on_another_thread_is_done(pool):

@@ -598,6 +598,39 @@ def test_processes_hung_task_gives_deadline_exceeded(cluster_factory):
 
 
 @pytest.mark.timeout(120)
+def test_processes_a_task_stopped_mid_session_fails_the_step_without_its_cleanup_s_wait(
+        cluster_factory):
+    """Regression: found hung by its RunGraph's probe, a SIGSTOPped ps still
+    held the step's UnavailableError back for its CleanupGraph's 30 s deadline.
+    Once it runs again, the session goes on."""
+    import os
+    import signal
+
+    from nbcluster.rpc.grpc_transport.worker_control import CONTROL_TIMEOUT
+    from nbcluster.rpc.socket_transport.connections import PROBE_S
+
+    from process_checks import stop_process
+    cluster = cluster_factory({"ps": 1, "worker": 1})
+    g, v = _ps_graph()
+    with g.as_default():
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(v.initializer)
+            assert float(sess.run("y:0")) == 6.0
+            stop_process(cluster.pid("ps", 0))
+            try:
+                start = time.monotonic()
+                with pytest.raises(errors.UnavailableError) as info:
+                    sess.run("y:0")
+                took = time.monotonic() - start
+            finally:
+                os.kill(cluster.pid("ps", 0), signal.SIGCONT)
+            assert "stopped answering" in str(info.value)
+            # found by the probe after PROBE_S of silence, not after the cleanup's deadline
+            assert took < PROBE_S + CONTROL_TIMEOUT / 2, took
+            assert float(sess.run("y:0")) == 6.0
+
+
+@pytest.mark.timeout(120)
 def test_processes_restarted_task_aborts_then_the_next_run_replans(cluster_factory):
     cluster = cluster_factory({"ps": 1, "worker": 1})
     g, v = _ps_graph()

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import threading
+import time
 from typing import Optional
 
 import grpc
@@ -73,13 +75,25 @@ class GrpcWorkerClient(WorkerControlCalls):
                                 RECV_TENSOR_RESPONSE)
         self._recv_many = channel.unary_stream(f"/{SERVICE}/{RECV_TENSORS}")
 
+    # When a call last found the task gone or hung (UnavailableError), monotonic: a
+    # failed step's cleanup does not wait for it (`fanout.cleanup_step`).
+    unanswered_at = -math.inf
+
     def _call(self, stub, request, timeout: Optional[float], wait_for_ready: bool = False):
-        with calling(self._peer):
-            return stub(request, timeout=timeout, wait_for_ready=wait_for_ready)
+        try:
+            with calling(self._peer):
+                return stub(request, timeout=timeout, wait_for_ready=wait_for_ready)
+        except errors.UnavailableError:
+            self.unanswered_at = time.monotonic()
+            raise
 
     def _call_tensors(self, stub, request, tensors: list, timeout: Optional[float]):
-        with calling(self._peer):
-            return stub(request, tensors, timeout)
+        try:
+            with calling(self._peer):
+                return stub(request, tensors, timeout)
+        except errors.UnavailableError:
+            self.unanswered_at = time.monotonic()
+            raise
 
     def get_status(self, timeout: Optional[float] = None, wait_for_ready: bool = False):
         """The task's GetStatusResponse (pid, host, devices, counters).
@@ -142,6 +156,7 @@ class GrpcWorkerClient(WorkerControlCalls):
         try:
             self.get_status(timeout=PROBE_S)
         except (errors.UnavailableError, errors.DeadlineExceededError) as e:
+            self.unanswered_at = time.monotonic()
             raise errors.UnavailableError(
                 None, None, f"{self._peer} stopped answering (no reply to a status probe "
                             f"while a call waited on it: the task hangs or died): "
