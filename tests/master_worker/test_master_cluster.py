@@ -8,6 +8,7 @@ them (the master reaches the other task with GrpcWorkerClient).
 """
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from collections import Counter
@@ -549,6 +550,17 @@ def _ps_graph():
     return g, v
 
 
+@contextlib.contextmanager
+def _ps_session(cluster_factory):
+    """A 1 ps + 1 worker cluster and a session on the worker, its ps variable set."""
+    cluster = cluster_factory({"ps": 1, "worker": 1})
+    g, v = _ps_graph()
+    with g.as_default(), tf.Session(cluster.target("worker", 0)) as sess:
+        sess.run(v.initializer)
+        assert float(sess.run("y:0")) == 6.0
+        yield cluster, sess, v
+
+
 @pytest.mark.timeout(120)
 def test_processes_filters_skip_a_dead_task_and_a_needed_one_fails_fast(cluster_factory):
     cluster = cluster_factory({"ps": 1, "worker": 2})
@@ -610,39 +622,29 @@ def test_processes_a_task_stopped_mid_session_fails_the_step_without_its_cleanup
     from nbcluster.rpc.socket_transport.connections import PROBE_S
 
     from process_checks import stop_process
-    cluster = cluster_factory({"ps": 1, "worker": 1})
-    g, v = _ps_graph()
-    with g.as_default():
-        with tf.Session(cluster.target("worker", 0)) as sess:
-            sess.run(v.initializer)
-            assert float(sess.run("y:0")) == 6.0
-            stop_process(cluster.pid("ps", 0))
-            try:
-                start = time.monotonic()
-                with pytest.raises(errors.UnavailableError) as info:
-                    sess.run("y:0")
-                took = time.monotonic() - start
-            finally:
-                os.kill(cluster.pid("ps", 0), signal.SIGCONT)
-            assert "stopped answering" in str(info.value)
-            # found by the probe after PROBE_S of silence, not after the cleanup's deadline
-            assert took < PROBE_S + CONTROL_TIMEOUT / 2, took
-            assert float(sess.run("y:0")) == 6.0
+    with _ps_session(cluster_factory) as (cluster, sess, _):
+        stop_process(cluster.pid("ps", 0))
+        try:
+            start = time.monotonic()
+            with pytest.raises(errors.UnavailableError) as info:
+                sess.run("y:0")
+            took = time.monotonic() - start
+        finally:
+            os.kill(cluster.pid("ps", 0), signal.SIGCONT)
+        assert "stopped answering" in str(info.value)
+        # found by the probe after PROBE_S of silence, not after the cleanup's deadline
+        assert took < PROBE_S + CONTROL_TIMEOUT / 2, took
+        assert float(sess.run("y:0")) == 6.0
 
 
 @pytest.mark.timeout(120)
 def test_processes_restarted_task_aborts_then_the_next_run_replans(cluster_factory):
-    cluster = cluster_factory({"ps": 1, "worker": 1})
-    g, v = _ps_graph()
-    with g.as_default():
-        with tf.Session(cluster.target("worker", 0)) as sess:
-            sess.run(v.initializer)
-            assert float(sess.run("y:0")) == 6.0
-            cluster.restart("ps", 0)
-            with pytest.raises(errors.AbortedError):
-                sess.run("y:0")
-            sess.run(v.initializer)  # the restarted task lost its variables, as in TF
-            assert float(sess.run("y:0")) == 6.0
+    with _ps_session(cluster_factory) as (cluster, sess, v):
+        cluster.restart("ps", 0)
+        with pytest.raises(errors.AbortedError):
+            sess.run("y:0")
+        sess.run(v.initializer)  # the restarted task lost its variables, as in TF
+        assert float(sess.run("y:0")) == 6.0
 
 
 @pytest.mark.timeout(120)
