@@ -75,12 +75,12 @@ def bind_every_address(new_server: Callable, host: str, port: int,
 
     `add_port(server, "host:port")` binds one address and returns its port (0: failed).
     """
-    addresses = host_addresses(host)
+    addresses, name = host_addresses(host), host  # one address: the name, as gRPC binds it
     if len(addresses) > 1:
         addresses = [a for a in addresses if _bindable(a)] or addresses[:1]
+        name = addresses[0]
     if len(addresses) == 1:
         server = new_server()
-        name = host if addresses[0] == host else addresses[0]
         bound = _add(add_port, server, host_port(name, port))
         if bound:
             return server, bound, ""
