@@ -22,6 +22,10 @@ class WorkerClient(Protocol):
     # Whether the worker keeps each step's state until CleanupGraph (a TensorFlow
     # task's does), so the master ends every step there with one.
     needs_cleanup: bool
+    # When (time.monotonic) a call last found the task gone or hung; a failed step's
+    # cleanup does not wait for such a task (`fanout.cleanup_step`). -inf: never;
+    # a client without it is always waited for.
+    unanswered_at: float
 
     def get_status(self, timeout: Optional[float] = None): ...
 

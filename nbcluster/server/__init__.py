@@ -12,7 +12,7 @@ import threading
 from typing import Optional
 
 from nbcluster import errors
-from nbcluster.framework.cluster_spec import ClusterSpec, parse_address
+from nbcluster.framework.cluster_spec import ClusterSpec, join_address, parse_address
 from nbcluster.proto import config_pb2
 
 SUPPORTED_PROTOCOLS = ("grpc",)
@@ -187,7 +187,7 @@ class Server:
                                         self._tls)
         if port == 0:  # report the real port everywhere the address shows
             cluster = spec.as_dict()
-            cluster[job][task] = f"{'[' + host + ']' if ':' in host else host}:{bound}"
+            cluster[job][task] = join_address(host, bound)
             sd.cluster.CopyFrom(ClusterSpec(cluster).as_cluster_def())
             self._cache.update_spec(ClusterSpec(cluster))
         self._port = bound

@@ -15,12 +15,10 @@ import ipaddress
 import socket
 from typing import Callable, Optional
 
+from nbcluster.framework.cluster_spec import join_address
+
 _LOOPBACKS = ("127.0.0.1", "::1")  # what gRPC and its clients take "localhost" for
 _TRIES = 32  # fresh ports for port 0 before giving up
-
-
-def host_port(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def host_addresses(host: str) -> list:
@@ -81,18 +79,18 @@ def bind_every_address(new_server: Callable, host: str, port: int,
         name = addresses[0]
     if len(addresses) == 1:
         server = new_server()
-        bound = _add(add_port, server, host_port(name, port))
+        bound = _add(add_port, server, join_address(name, port))
         if bound:
             return server, bound, ""
         return None, 0, "the port is in use or the address is not local"
     taken: Optional[str] = None
     for _ in range(_TRIES if port == 0 else 1):
         server = new_server()
-        bound = _add(add_port, server, host_port(addresses[0], port))
+        bound = _add(add_port, server, join_address(addresses[0], port))
         if not bound:
-            return None, 0, f"{host_port(addresses[0], port)} is in use"
-        taken = next((host_port(a, bound) for a in addresses[1:]
-                      if _add(add_port, server, host_port(a, bound)) != bound), None)
+            return None, 0, f"{join_address(addresses[0], port)} is in use"
+        taken = next((join_address(a, bound) for a in addresses[1:]
+                      if _add(add_port, server, join_address(a, bound)) != bound), None)
         if taken is None:
             return server, bound, ""
         _discard(server)

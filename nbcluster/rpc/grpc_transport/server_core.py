@@ -4,8 +4,9 @@ from __future__ import annotations
 import grpc
 
 from nbcluster import errors
+from nbcluster.framework.cluster_spec import join_address
 from nbcluster.rpc.grpc_transport.channels import SERVER_OPTIONS
-from nbcluster.rpc.grpc_transport.listen_addresses import bind_every_address, host_port
+from nbcluster.rpc.grpc_transport.listen_addresses import bind_every_address
 from nbcluster.rpc.grpc_transport.master_service import master_handler
 from nbcluster.rpc.grpc_transport.streaming import PendingResponses
 from nbcluster.rpc.grpc_transport.tensorflow_master import tensorflow_master_handler
@@ -42,5 +43,5 @@ def bind_server(host: str, port: int, master, worker, token=None, tls=None) -> t
     server, bound, reason = bind_every_address(new_server, host, port, add)
     if not bound:
         raise errors.UnknownError(None, None, f"Could not start gRPC server: failed to bind "
-                                              f"{host_port(host, port)}: {reason}")
+                                              f"{join_address(host, port)}: {reason}")
     return server, bound

@@ -75,25 +75,21 @@ class GrpcWorkerClient(WorkerControlCalls):
                                 RECV_TENSOR_RESPONSE)
         self._recv_many = channel.unary_stream(f"/{SERVICE}/{RECV_TENSORS}")
 
-    # When a call last found the task gone or hung (UnavailableError), monotonic: a
-    # failed step's cleanup does not wait for it (`fanout.cleanup_step`).
-    unanswered_at = -math.inf
+    unanswered_at = -math.inf  # set on an UnavailableError (`transport.WorkerClient`)
+
+    def _invoke(self, method, *args, **kwargs):
+        try:
+            with calling(self._peer):
+                return method(*args, **kwargs)
+        except errors.UnavailableError:
+            self.unanswered_at = time.monotonic()
+            raise
 
     def _call(self, stub, request, timeout: Optional[float], wait_for_ready: bool = False):
-        try:
-            with calling(self._peer):
-                return stub(request, timeout=timeout, wait_for_ready=wait_for_ready)
-        except errors.UnavailableError:
-            self.unanswered_at = time.monotonic()
-            raise
+        return self._invoke(stub, request, timeout=timeout, wait_for_ready=wait_for_ready)
 
     def _call_tensors(self, stub, request, tensors: list, timeout: Optional[float]):
-        try:
-            with calling(self._peer):
-                return stub(request, tensors, timeout)
-        except errors.UnavailableError:
-            self.unanswered_at = time.monotonic()
-            raise
+        return self._invoke(stub, request, tensors, timeout)
 
     def get_status(self, timeout: Optional[float] = None, wait_for_ready: bool = False):
         """The task's GetStatusResponse (pid, host, devices, counters).

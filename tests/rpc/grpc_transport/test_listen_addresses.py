@@ -108,4 +108,3 @@ def test_a_literal_address_is_bound_as_given():
     assert listen_addresses.host_addresses("127.0.0.1") == ["127.0.0.1"]
     assert listen_addresses.host_addresses("::1") == ["::1"]
     assert listen_addresses.host_addresses("localhost") == ["127.0.0.1", "::1"]
-    assert listen_addresses.host_port("::1", 5) == "[::1]:5"
