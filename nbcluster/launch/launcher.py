@@ -146,7 +146,24 @@ class LocalProcess:
         self.server_pid: Optional[int] = proc.pid
 
     def poll(self) -> Optional[int]:
-        return self.proc.poll()
+        """The exit code once the process ended (-N: killed by signal N), else None.
+
+        While another thread is inside `proc.wait()` (`kill()` and `stop()` wait),
+        Popen's own poll says None even for a dead process, so a status poll
+        that found the task silent called it "down" before "failed": the
+        exit is then peeked at without reaping it (WNOWAIT), the waiter's to do.
+        """
+        code = self.proc.poll()
+        if code is not None:
+            return code
+        try:
+            ended = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # reaped by that waiter just now
+            return self.proc.returncode
+        if ended is None:
+            return None
+        killed = ended.si_code in (os.CLD_KILLED, os.CLD_DUMPED)
+        return -ended.si_status if killed else ended.si_status
 
     def signal(self, sig: int) -> None:
         if self.proc.poll() is None:

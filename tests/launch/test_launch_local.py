@@ -397,3 +397,29 @@ def test_exit_code_is_the_task_s_own_status_only_where_the_launcher_tells_it(
         assert cluster.exit_code("worker", 0) == expected
     finally:
         cluster.stop(grace=0)
+
+
+def test_a_killed_task_reads_as_ended_while_another_thread_waits_for_it():
+    """Regression: the dashboard's poll runs beside `kill()`, which waits for the
+    process; Popen's own poll says None while another thread waits, so a task
+    killed by SIGKILL showed "up -> down" before "down -> failed"."""
+    import subprocess
+    import sys
+
+    from nbcluster.launch.launcher import LocalProcess
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    local = LocalProcess(proc)
+    try:
+        assert local.poll() is None
+        with proc._waitpid_lock:  # what a thread inside proc.wait() holds
+            os.kill(proc.pid, signal.SIGKILL)
+            for _ in range(500):  # until the kernel has it as a zombie
+                if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                    break
+                time.sleep(0.01)
+            assert proc.poll() is None  # Popen knows nothing while the lock is held
+            assert local.poll() == -signal.SIGKILL
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert local.poll() == -signal.SIGKILL
