@@ -12,7 +12,8 @@ thread, which would only wait for a pool thread. A chain entering a
 blocking kernel (a remote Recv, dequeue) stops counting as active, so blocked
 branches never starve the rest. A Recv whose tensor lands in this step's
 rendezvous by itself (a same-task send, or a stream the worker opened) never
-takes a thread: the step waits for whichever of those lands first.
+takes a thread: the step waits for whichever of those lands first; when
+those are a plan's only blocking nodes, its run takes no lock either.
 """
 from __future__ import annotations
 
@@ -97,6 +98,9 @@ class Executor:
         self.recv_keys = [getattr(k, "rendezvous_key", None) if b else None
                           for k, b in zip(self.kernels, self.blocking)]
         self.any_blocking = any(self.blocking)
+        # The blocking nodes' keys when all are Recvs (None else): `_all_land`.
+        keys = [key for key, b in zip(self.recv_keys, self.blocking) if b]
+        self._blocking_keys = tuple(keys) if None not in keys else None
         # Only sends to other devices are worth holding back (`run`), and only
         # spreading branches over threads needs kernel timings.
         self.remote_sends = any(node.op == "_Send" and not node.attrs.get("client_terminated")
@@ -161,6 +165,9 @@ class Executor:
                                 break
                             for src in release[i]:
                                 values[src] = None
+                elif self._all_land(ctx.rendezvous) and (self.parallelism == 1
+                                                         or not self._spread_pays()):
+                    self._run_landing(ctx, stats, ctx.rendezvous.flush if held else _nothing)
                 else:
                     _StepRun(self, ctx, stats, held).run()
         finally:
@@ -199,6 +206,62 @@ class Executor:
                 cost[i] = took if took < last or not last else last + (took - last) * 0.125
             for src in release:
                 values[src] = None
+
+    def _all_land(self, rendezvous) -> bool:
+        """Whether every blocking node is a Recv whose tensor lands here by itself
+        (this step's streams: the worker opens them before the run)."""
+        lands = getattr(rendezvous, "lands_here", None)
+        keys = self._blocking_keys
+        return lands is not None and keys is not None and all(lands(key) for key in keys)
+
+    def _run_landing(self, ctx, stats, flush) -> None:
+        """A dataflow run on this thread alone, for a plan whose only blocking
+        nodes are Recvs that land here (a PS worker's step): the ready nodes
+        run first, then the run waits for whichever waiting Recv lands first.
+        `_StepRun` does the same with a lock and a pool; one thread needs neither."""
+        values: list = [None] * len(self.nodes)
+        pending, uses = list(self.pending), list(self.uses)
+        inputs, successors, recv_keys = self.inputs, self.successors, self.recv_keys
+        ready = list(reversed(self.roots))  # popped from the end: in topological order
+        waiting: dict = {}  # Recv node -> its key, until its tensor lands
+        ran = [False] * len(self.nodes)
+        rendezvous = ctx.rendezvous
+        landed: set = set()
+        while True:
+            while ready:
+                i = ready.pop()
+                key = recv_keys[i]
+                if key is not None and i not in landed:
+                    waiting[i] = key
+                    continue
+                if not self._execute(i, values, ctx, stats):
+                    return
+                ran[i] = True
+                for src, _, _ in inputs[i]:
+                    uses[src] -= 1
+                    if not uses[src]:
+                        values[src] = None
+                for s in reversed(successors[i]):
+                    pending[s] -= 1
+                    if not pending[s]:
+                        ready.append(s)
+            if not waiting:
+                return
+            here = rendezvous.landed(waiting.values())
+            if not here:
+                flush()  # a peer may wait for what this run sent before it sends back
+                try:
+                    # Any Recv not run yet may be waited for before this run is done.
+                    rendezvous.wait_any(lambda: list(waiting.values()), ctx, lambda: [
+                        key for j, key in enumerate(recv_keys) if key is not None and not ran[j]])
+                except errors.OpError as e:
+                    ctx.cancellation.cancel(as_op_error(e, self.names[next(iter(waiting))]))
+                    return
+                here = rendezvous.landed(waiting.values())
+            for i in [i for i, key in waiting.items() if key in here]:
+                del waiting[i]
+                landed.add(i)
+                ready.append(i)
 
     def _spread_pays(self) -> bool:
         """Whether two kernels that took long enough last step to be worth a thread

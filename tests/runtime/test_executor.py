@@ -1,6 +1,7 @@
 """The executor: dataflow order, inter-op parallelism, first error cancels the step."""
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -8,7 +9,11 @@ import pytest
 
 import nbcluster as tf
 from nbcluster import errors
+from nbcluster.framework.node import Node
 from nbcluster.kernels import load_all
+from nbcluster.master_worker import send_recv  # noqa: F401 - registers _Send and _Recv
+from nbcluster.master_worker.rendezvous import StepRendezvous, key_of
+from nbcluster.runtime import executor as executor_module
 from nbcluster.runtime.devices import local_devices
 from nbcluster.runtime.executor import Executor
 from nbcluster.runtime.resources import ResourceMgr
@@ -286,7 +291,6 @@ def _costly(executor, prefix: str) -> list:
 def test_costly_kernels_in_one_chain_stay_on_the_calling_thread():
     # The forward and backward MatMuls of a layer need each other's results:
     # a pool thread would take each while this one only waits for it.
-    import threading
     with tf.Graph().as_default():
         x = first = tf.ones([64, 64])
         for i in range(3):
@@ -303,7 +307,6 @@ def test_costly_kernels_in_one_chain_stay_on_the_calling_thread():
 
 
 def test_independent_costly_kernels_still_get_threads():
-    import threading
     with tf.Graph().as_default():
         total = _two_heavy_branches()
     executor = _executor_for([total.op], parallelism=2)
@@ -331,7 +334,6 @@ def test_any_independent_sees_unordered_pairs_only():
 
 def test_kernels_on_pool_threads_do_not_warn_either():
     # numpy's warnings are off per run and per pool chain, not per kernel.
-    import threading
     import warnings
     with tf.Graph().as_default():
         logs = [tf.log(tf.zeros([4]) * tf.constant(float(b)), name=f"branch{b}_log")
@@ -352,3 +354,70 @@ def test_kernels_on_pool_threads_do_not_warn_either():
                 break
         else:
             pytest.fail("no log kernel ever ran on a pool thread")
+
+
+# -- Recvs whose tensors land here (a PS worker's step) ------------------------
+
+def _pair_attrs(device: str, tensor: str) -> dict:
+    return {"send_device": device, "send_device_incarnation": 1, "recv_device": device,
+            "tensor_name": tensor, "tensor_type": tf.float32}
+
+
+def _landing_plan(device) -> tuple:
+    """recv_b is ready first, but "b" is sent only once "a" (from another thread,
+    as a peer's stream would bring it) has landed and been used: a run in
+    topological order alone would wait for "b" forever."""
+    load_all()
+    d = device.name
+    c = tf.constant(3.0).op.to_node().with_changes(name="c", device=d, inputs=())
+    nodes = [
+        Node("recv_b", "_Recv", (), d, _pair_attrs(d, "b")),
+        Node("out", "Mul", ("recv_b", "c"), d, {"T": tf.float32}),
+        Node("send_out", "_Send", ("out",), d, _pair_attrs(d, "out")),
+        c,
+        Node("recv_a", "_Recv", (), d, _pair_attrs(d, "a")),
+        Node("y", "AddV2", ("recv_a", "c"), d, {"T": tf.float32}),
+        Node("send_b", "_Send", ("y",), d, _pair_attrs(d, "b")),
+    ]
+    return nodes, key_of(_pair_attrs(d, "a")), key_of(_pair_attrs(d, "out"))
+
+
+def _later(seconds: float, fn) -> threading.Thread:
+    thread = threading.Thread(target=lambda: (time.sleep(seconds), fn()), daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_recvs_that_land_here_run_in_the_order_they_land_on_the_calling_thread(
+        parallelism, monkeypatch):
+    device = local_devices("localhost", 0)[0]
+    nodes, key_a, key_out = _landing_plan(device)
+    plan = Executor(nodes, device, parallelism)
+    # No pool thread: one thread that waits for whichever tensor lands next.
+    monkeypatch.setattr(executor_module._POOL, "submit", lambda *a: pytest.fail(
+        "a landing Recv took a pool thread"))
+    for step in range(3):
+        rendezvous = StepRendezvous(step)
+        ctx = StepContext(step, ResourceMgr(), "localhost", rendezvous=rendezvous,
+                          collect_stats=True, deadline=time.monotonic() + 20)
+        sender = _later(0.05, lambda: rendezvous.send(key_a, np.float32(step)))
+        rows = plan.run(ctx)
+        sender.join(5)
+        assert float(rendezvous.recv_local(key_out, ctx)) == (step + 3.0) * 3.0
+        assert {thread for *_, thread, _ in rows} == {threading.get_ident()}
+        assert {plan.names[i] for i, *_ in rows} == {n.name for n in nodes}
+
+
+def test_a_step_cancelled_while_its_recvs_wait_raises_its_error():
+    device = local_devices("localhost", 0)[0]
+    nodes, _, _ = _landing_plan(device)
+    plan = Executor(nodes, device, 1)
+    ctx = StepContext(1, ResourceMgr(), "localhost", rendezvous=StepRendezvous(1),
+                      deadline=time.monotonic() + 20)
+    _later(0.05, lambda: ctx.cancellation.cancel(
+        errors.CancelledError(None, None, "the peer went away")))
+    start = time.monotonic()
+    with pytest.raises(errors.CancelledError, match="the peer went away"):
+        plan.run(ctx)
+    assert time.monotonic() - start < 10
