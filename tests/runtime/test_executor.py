@@ -369,7 +369,8 @@ def _landing_plan(device) -> tuple:
     topological order alone would wait for "b" forever."""
     load_all()
     d = device.name
-    c = tf.constant(3.0).op.to_node().with_changes(name="c", device=d, inputs=())
+    with tf.Graph().as_default():
+        c = tf.constant(3.0, name="c").op.to_node().with_changes(device=d)
     nodes = [
         Node("recv_b", "_Recv", (), d, _pair_attrs(d, "b")),
         Node("out", "Mul", ("recv_b", "c"), d, {"T": tf.float32}),
