@@ -224,19 +224,21 @@ class Executor:
         inputs, successors, recv_keys = self.inputs, self.successors, self.recv_keys
         ready = list(reversed(self.roots))  # popped from the end: in topological order
         waiting: dict = {}  # Recv node -> its key, until its tensor lands
-        ran = [False] * len(self.nodes)
+        # Every Recv not run yet: the wait may be for any of them before the run ends.
+        unrun = {i: key for i, key in enumerate(recv_keys) if key is not None}
         rendezvous = ctx.rendezvous
         landed: set = set()
         while True:
             while ready:
                 i = ready.pop()
                 key = recv_keys[i]
-                if key is not None and i not in landed:
-                    waiting[i] = key
-                    continue
+                if key is not None:
+                    if i not in landed:
+                        waiting[i] = key
+                        continue
+                    del unrun[i]
                 if not self._execute(i, values, ctx, stats):
                     return
-                ran[i] = True
                 for src, _, _ in inputs[i]:
                     uses[src] -= 1
                     if not uses[src]:
@@ -251,9 +253,8 @@ class Executor:
             if not here:
                 flush()  # a peer may wait for what this run sent before it sends back
                 try:
-                    # Any Recv not run yet may be waited for before this run is done.
-                    rendezvous.wait_any(lambda: list(waiting.values()), ctx, lambda: [
-                        key for j, key in enumerate(recv_keys) if key is not None and not ran[j]])
+                    rendezvous.wait_any(lambda: list(waiting.values()), ctx,
+                                        lambda: list(unrun.values()))
                 except errors.OpError as e:
                     ctx.cancellation.cancel(as_op_error(e, self.names[next(iter(waiting))]))
                     return
