@@ -23,7 +23,7 @@ const CSS = `
 .nbcluster-timeline .nbc-tl-bar { display: flex; gap: 12px; padding: 2px 0 4px;
   color: var(--jp-ui-font-color2, #666); }
 .nbcluster-timeline svg { display: block; overflow: visible; }
-.nbcluster-timeline .nbc-lane-bg { fill: var(--jp-layout-color2, #f3f3f3); }
+.nbcluster-timeline .nbc-lane-bg { fill: var(--jp-layout-color2, #f3f3f3); pointer-events: none; }
 .nbcluster-timeline .nbc-lane:nth-child(odd) .nbc-lane-bg { fill: var(--jp-layout-color1, #fff); }
 .nbcluster-timeline .nbc-lane-label { fill: currentColor; }
 .nbcluster-timeline .nbc-op-label { fill: #000; font-size: 10px; pointer-events: none; }
@@ -42,7 +42,7 @@ const CSS = `
 .nbcluster-timeline .nbc-key-compute { background: var(--jp-ui-font-color2, #777); }
 .nbcluster-timeline rect.nbc-op:hover { stroke: #000; stroke-width: 1.5; }
 .nbcluster-timeline .nbc-transfer { fill: none; stroke: #b3261e; stroke-width: 1.3;
-  stroke-opacity: .85; }
+  stroke-opacity: .85; pointer-events: none; }
 .nbcluster-timeline .nbc-transfer-hit { fill: none; stroke: transparent; stroke-width: 8; }
 .nbcluster-timeline .nbc-transfer-label { fill: #b3261e; font-size: 10px; pointer-events: none; }
 .nbcluster-timeline .nbc-axis line { stroke: var(--jp-border-color1, #bbb); }
@@ -115,6 +115,10 @@ function render({ model, el }) {
     });
     drawAxis(chart, win, plotW, labelW, layout.height, AXIS_H);
     drawRuns(chart, data, win, plotW, labelW, layout.height, AXIS_H);
+    // an arrow's wide hit twin lies under the bars (and the lane backgrounds let the
+    // pointer through to it): where the two overlap, the bar takes the hover
+    const hits = svg("g", { class: "nbc-transfer-hits", transform: `translate(${labelW},0)`,
+      "clip-path": `url(#${clipId})` }, chart);
     const { plots, opLabels } = drawLanes(chart, data, win, plotW, labelW, layout, width);
     const arrows = svg("g", { class: "nbc-transfers", transform: `translate(${labelW},0)`,
       "clip-path": `url(#${clipId})` }, chart);
@@ -127,7 +131,7 @@ function render({ model, el }) {
       svg("path", { class: "nbc-transfer", d: a.d, "marker-end": `url(#${arrowId})`,
         "data-transfer": a.i }, arrows);
       // a thin curve is hard to point at: a wide transparent twin takes the hover
-      svg("path", { class: "nbc-transfer-hit", d: a.d, "data-transfer": a.i }, arrows);
+      svg("path", { class: "nbc-transfer-hit", d: a.d, "data-transfer": a.i }, hits);
       if (sized && Math.hypot(a.x2 - a.x1, a.y2 - a.y1) > 60) {
         const text = formatBytes(data.transfers[a.i].bytes);
         labels.push({ text, x: a.mid.x + 4, y: a.mid.y - 3 - LABEL_H + 2,
