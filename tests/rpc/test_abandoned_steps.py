@@ -70,6 +70,7 @@ def tasks():
                                 text=True)
         started.append(proc)
         assert parse_ready_line(proc.stdout.readline()) is not None, proc.stderr.read()
+        return proc
 
     yield start
     for proc in started:
@@ -86,12 +87,13 @@ def test_a_step_its_exited_caller_left_pending_is_cancelled(tasks, caller, trans
     ps, worker0, worker1 = free_ports(3)
     cluster = {"ps": [f"127.0.0.1:{ps}"],
                "worker": [f"127.0.0.1:{worker0}", f"127.0.0.1:{worker1}"]}
-    tasks(cluster, "ps", 0, env)
-    tasks(cluster, "worker", 0, env)
+    procs = [tasks(cluster, "ps", 0, env), tasks(cluster, "worker", 0, env)]
     script = f"CLUSTER, CALLER = {cluster!r}, {caller!r}\n" + _ABANDONING_PROGRAM
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.split() == ["blocked"], done.stderr
+    for proc in procs:
+        assert proc.poll() is None, f"a task exited ({proc.returncode}): {proc.communicate()}"
     status = GrpcWorkerClient(f"127.0.0.1:{ps}")
     assert _last_error_becomes(status, "CancelledError", 20.0), \
         "the ps still runs the step of a caller that is gone"
