@@ -71,6 +71,46 @@ TRACEBACK_OUTPUT = f"{STDERR_OUTPUT}:has-text('Traceback (most recent call last)
 WIDGET_ERROR_TEXT = "Error displaying widget"
 
 
+# A point (in viewport pixels) where the pointer reaches the element itself, not a
+# label or arrow drawn over it, or null. Points on a 5x5 grid over the part of its box
+# inside the viewport are tried, centre first; a path is tried along its length.
+REACHABLE_POINT_JS = """e => {
+  const reaches = (x, y) => { const top = document.elementFromPoint(x, y);
+    return top !== null && (top === e || e.contains(top)); };
+  const points = [];
+  if (e.getTotalLength) {
+    const m = e.getScreenCTM(), n = e.getTotalLength();
+    for (const f of [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8]) {
+      const p = e.getPointAtLength(n * f);
+      points.push([m.a * p.x + m.c * p.y + m.e, m.b * p.x + m.d * p.y + m.f]);
+    }
+  } else {
+    const r = e.getBoundingClientRect();
+    const left = Math.max(r.left, 0), right = Math.min(r.right, innerWidth);
+    const top = Math.max(r.top, 0), bottom = Math.min(r.bottom, innerHeight);
+    if (right - left < 2 || bottom - top < 2) return null;
+    for (const fy of [0.5, 0.3, 0.7, 0.1, 0.9])
+      for (const fx of [0.5, 0.3, 0.7, 0.1, 0.9])
+        points.push([left + (right - left) * fx, top + (bottom - top) * fy]);
+  }
+  const hit = points.find(([x, y]) => reaches(x, y));
+  return hit ? { x: hit[0], y: hit[1] } : null;
+}"""
+
+
+def hover_reachable(target) -> bool:
+    """Moves the pointer onto `target` (a Locator) at a point where it reaches the element
+    itself, as a user would; False (the pointer unmoved) where every point tried is
+    covered. Unlike Locator.hover, which aims at the centre of the box and retries until
+    its timeout when something else is drawn there."""
+    target.scroll_into_view_if_needed()
+    point = target.evaluate(REACHABLE_POINT_JS)
+    if point is None:
+        return False
+    target.page.mouse.move(point["x"], point["y"])
+    return True
+
+
 def write_notebook(path: Path, sources: list) -> Path:
     """Writes a python3 notebook whose code cells are `sources`, without outputs."""
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {

@@ -11,7 +11,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from lab_page import notebook_page, problems, run_all, shutdown_kernel, write_notebook
+from lab_page import (
+    hover_reachable,
+    notebook_page,
+    problems,
+    run_all,
+    shutdown_kernel,
+    write_notebook,
+)
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (.ci/run "
                     "installs the dev extras, and Debian's chromium)")
@@ -167,7 +174,7 @@ def test_graphs_at_real_size(jupyter_lab, browser, shots):
             assert 2 <= bundles.count() <= 6, bundles.count()
             assert big.locator("text.nbc-transfer-label",
                                has_text=re.compile(r"^\d+ tensors\s*[\d.]+ (B|KiB|MiB)$")).count() >= 2
-            bundles.first.hover()  # a straight line: its box's centre is on it
+            assert hover_reachable(bundles.first), "every point of the bundle is covered"
             tip = big.locator(".nbc-tooltip")
             tip.wait_for(state="visible", timeout=5_000)
             assert re.search(r"\d+ tensors? sent, [\d.]+ (B|KiB|MiB) in all", tip.inner_text())

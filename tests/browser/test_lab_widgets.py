@@ -14,6 +14,7 @@ from lab_page import (
     STDERR_OUTPUT,
     TRACEBACK_OUTPUT,
     cell_report,
+    hover_reachable,
     kernel_pids,
     notebook_page,
     problems,
@@ -140,43 +141,11 @@ def _widget_root(page, selector: str, name: str):
     return root
 
 
-# A point (in viewport pixels) where the pointer reaches the element itself, not a
-# label or arrow drawn over it, or null. Points on a 5x5 grid over the part of its box
-# inside the viewport are tried, centre first; a path is tried along its length.
-REACHABLE_POINT_JS = """e => {
-  const reaches = (x, y) => { const top = document.elementFromPoint(x, y);
-    return top !== null && (top === e || e.contains(top)); };
-  const points = [];
-  if (e.getTotalLength) {
-    const m = e.getScreenCTM(), n = e.getTotalLength();
-    for (const f of [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8]) {
-      const p = e.getPointAtLength(n * f);
-      points.push([m.a * p.x + m.c * p.y + m.e, m.b * p.x + m.d * p.y + m.f]);
-    }
-  } else {
-    const r = e.getBoundingClientRect();
-    const left = Math.max(r.left, 0), right = Math.min(r.right, innerWidth);
-    const top = Math.max(r.top, 0), bottom = Math.min(r.bottom, innerHeight);
-    if (right - left < 2 || bottom - top < 2) return null;
-    for (const fy of [0.5, 0.3, 0.7, 0.1, 0.9])
-      for (const fx of [0.5, 0.3, 0.7, 0.1, 0.9])
-        points.push([left + (right - left) * fx, top + (bottom - top) * fy]);
-  }
-  const hit = points.find(([x, y]) => reaches(x, y));
-  return hit ? { x: hit[0], y: hit[1] } : null;
-}"""
-
-
 def _tooltip_after_hover(root, targets) -> str:
     """Moves the pointer onto the first of `targets` it can reach, as a user would;
     returns the tooltip's text."""
-    page = root.page
     for i in range(min(targets.count(), 30)):
-        target = targets.nth(i)
-        target.scroll_into_view_if_needed()
-        point = target.evaluate(REACHABLE_POINT_JS)
-        if point is not None:
-            page.mouse.move(point["x"], point["y"])
+        if hover_reachable(targets.nth(i)):
             tip = root.locator(".nbc-tooltip")
             tip.wait_for(state="visible", timeout=5_000)
             return tip.inner_text()
