@@ -9,6 +9,7 @@ import contextlib
 import json
 import urllib.request
 from pathlib import Path
+from typing import Optional
 
 import nbformat
 
@@ -98,17 +99,26 @@ REACHABLE_POINT_JS = """e => {
 }"""
 
 
-def hover_reachable(target) -> bool:
+def hover_reachable(target) -> Optional[dict]:
     """Moves the pointer onto `target` (a Locator) at a point where it reaches the element
-    itself, as a user would; False (the pointer unmoved) where every point tried is
-    covered. Unlike Locator.hover, which aims at the centre of the box and retries until
-    its timeout when something else is drawn there."""
+    itself, as a user would; returns that point ({"x", "y"}), or None (the pointer
+    unmoved) where every point tried is covered. Unlike Locator.hover, which aims at the
+    centre of the box and retries until its timeout when something else is drawn there."""
     target.scroll_into_view_if_needed()
     point = target.evaluate(REACHABLE_POINT_JS)
-    if point is None:
-        return False
-    target.page.mouse.move(point["x"], point["y"])
-    return True
+    if point is not None:
+        target.page.mouse.move(point["x"], point["y"])
+    return point
+
+
+POINT_REACHES_JS = """([e, p]) => { const top = document.elementFromPoint(p.x, p.y);
+  return top !== null && (top === e || e.contains(top)); }"""
+
+
+def still_reaches(target, point: dict) -> bool:
+    """Whether the pointer's `point` still reaches `target`: False where the page moved
+    under it since (a redraw, a scroll, an output that grew above it)."""
+    return target.evaluate(POINT_REACHES_JS, point)
 
 
 def write_notebook(path: Path, sources: list) -> Path:

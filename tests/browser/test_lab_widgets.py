@@ -22,6 +22,7 @@ from lab_page import (
     run_command,
     servers_of,
     shutdown_kernel,
+    still_reaches,
     write_notebook,
 )
 
@@ -143,12 +144,21 @@ def _widget_root(page, selector: str, name: str):
 
 def _tooltip_after_hover(root, targets) -> str:
     """Moves the pointer onto the first of `targets` it can reach, as a user would;
-    returns the tooltip's text."""
+    returns the tooltip's text. Where the page moved under the pointer before the
+    tooltip showed (a live widget redrew), the pointer moves onto the target again,
+    as a user's would; a pointer still on the target with no tooltip fails."""
+    tip = root.locator(".nbc-tooltip")
     for i in range(min(targets.count(), 30)):
-        if hover_reachable(targets.nth(i)):
-            tip = root.locator(".nbc-tooltip")
-            tip.wait_for(state="visible", timeout=5_000)
-            return tip.inner_text()
+        for _ in range(3):
+            point = hover_reachable(targets.nth(i))
+            if point is None:
+                break  # covered: the next target
+            try:
+                tip.wait_for(state="visible", timeout=5_000)
+                return tip.inner_text()
+            except PlaywrightTimeout:
+                if still_reaches(targets.nth(i), point):
+                    raise
     raise AssertionError(f"no element of {targets} can be hovered: all are covered")
 
 
