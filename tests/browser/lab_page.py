@@ -72,12 +72,15 @@ TRACEBACK_OUTPUT = f"{STDERR_OUTPUT}:has-text('Traceback (most recent call last)
 WIDGET_ERROR_TEXT = "Error displaying widget"
 
 
+# Whether the pointer at (x, y) reaches element e itself; both scripts below define it.
+_REACHES_JS = """const reaches = (e, x, y) => { const top = document.elementFromPoint(x, y);
+    return top !== null && (top === e || e.contains(top)); };"""
+
 # A point (in viewport pixels) where the pointer reaches the element itself, not a
 # label or arrow drawn over it, or null. Points on a 5x5 grid over the part of its box
 # inside the viewport are tried, centre first; a path is tried along its length.
 REACHABLE_POINT_JS = """e => {
-  const reaches = (x, y) => { const top = document.elementFromPoint(x, y);
-    return top !== null && (top === e || e.contains(top)); };
+  """ + _REACHES_JS + """
   const points = [];
   if (e.getTotalLength) {
     const m = e.getScreenCTM(), n = e.getTotalLength();
@@ -94,7 +97,7 @@ REACHABLE_POINT_JS = """e => {
       for (const fx of [0.5, 0.3, 0.7, 0.1, 0.9])
         points.push([left + (right - left) * fx, top + (bottom - top) * fy]);
   }
-  const hit = points.find(([x, y]) => reaches(x, y));
+  const hit = points.find(([x, y]) => reaches(e, x, y));
   return hit ? { x: hit[0], y: hit[1] } : null;
 }"""
 
@@ -111,8 +114,8 @@ def hover_reachable(target) -> Optional[dict]:
     return point
 
 
-POINT_REACHES_JS = """([e, p]) => { const top = document.elementFromPoint(p.x, p.y);
-  return top !== null && (top === e || e.contains(top)); }"""
+POINT_REACHES_JS = """([e, p]) => { """ + _REACHES_JS + """
+  return reaches(e, p.x, p.y); }"""
 
 
 def still_reaches(target, point: dict) -> bool:

@@ -159,6 +159,8 @@ def _tooltip_after_hover(root, targets) -> str:
             except PlaywrightTimeout:
                 if still_reaches(targets.nth(i), point):
                     raise
+        else:
+            raise AssertionError(f"the page moved under the pointer 3 times: {targets}")
     raise AssertionError(f"no element of {targets} can be hovered: all are covered")
 
 
