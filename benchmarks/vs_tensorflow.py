@@ -20,7 +20,10 @@ Figures:
 - `ps_training_2w`: aggregate steps/s of the 784->256->10 MLP (batch 128,
   plain SGD, between-graph, variables on the ps) on 1 ps + 2 workers.
 - `ps_training_1w`: the same on 1 ps + 1 worker.
-- `one_process`: the same model through `tf.Session()`, no server.
+- `one_process`: the same model through `tf.Session()`, no server, over
+  2,000 steps (300 quick): a training loop's steady state, where the other
+  figures' 200 steps would be mostly the first 0.2 s, in which a process's
+  MatMuls still choose their way (`runtime/blas_pool_gate.py`).
 - `transfer_1MiB`, `transfer_64MiB`: ps -> worker GB/s, a ps variable
   consumed by `identity(v).op` on the worker (1 ps + 1 worker).
 - `tiny_grpc`: median µs of a fed `x + 1` (float32[4]) from a client process
@@ -210,7 +213,7 @@ def layout_one_worker(impl: str, opts: dict) -> dict:
 
 def layout_one_process(impl: str, opts: dict) -> dict:
     with _Tasks(impl) as tasks:
-        return {"one_process": tasks.result(tasks.start("single", steps=opts["steps"]))
+        return {"one_process": tasks.result(tasks.start("single", steps=opts["single_steps"]))
                 ["steps_per_s"]}
 
 
@@ -312,7 +315,8 @@ def main() -> None:
         parser.error(f"unknown figures {sorted(unknown)}; known: {', '.join(FIGURES)}")
     layouts = [lay for lay in LAYOUTS if LAYOUT_FIGURES[lay] & wanted]
     rounds = args.rounds or (1 if args.quick else 2)
-    opts = {"steps": 100 if args.quick else 200, "reps": 100 if args.quick else 300,
+    opts = {"steps": 100 if args.quick else 200, "single_steps": 300 if args.quick else 2000,
+            "reps": 100 if args.quick else 300,
             "starts": 2 if args.quick else 3,
             "train_only": not wanted & {"transfer_1MiB", "transfer_64MiB", "tiny_hop_ps"}}
     have_tf = not args.no_tf and importlib.util.find_spec("tensorflow") is not None

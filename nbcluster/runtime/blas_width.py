@@ -1,7 +1,9 @@
 """How wide one large MatMul call runs: on one BLAS thread, or in blocks on our own
 threads (`row_split`), or, where a call cannot be split, on the process's BLAS
 threads: whichever is fastest on this host now. Each MatMul node keeps its own
-timings.
+timings. A node's split may run on OpenBLAS's pool instead: that is the whole
+process's choice (`blas_pool_gate`), made only while the host's other cores
+are idle.
 
 Rule: only the thread count of the same BLAS routine changes (or the size of
 the blocks it runs on), so results differ at most in rounding (the sums'
@@ -15,9 +17,9 @@ helper thread is not scheduled, and a 128x784 @ 784x256 MatMul that takes 1.1 ms
 on one thread takes 8-16 ms on two (measured on a 2-vCPU VM shared by other
 jobs); idle, two threads take half the time of one. Our own blocks never
 collapse like that (the caller takes whatever blocks no helper took) and pay
-only a helper's wake-up, so a call that can be split never goes to OpenBLAS's
-pool: in a fresh process's first 100 steps its probes alone cost more than
-its wins (median 650 against 430 steps/s, 1-layer MLP, loaded 2-vCPU VM).
+only a helper's wake-up, so a node that can split never probes OpenBLAS's
+pool itself: in a fresh process's first 100 steps its probes alone cost more
+than its wins (median 650 against 430 steps/s, 1-layer MLP, loaded 2-vCPU VM).
 Neither one thread nor a split wins always, so a node
 times its calls per multiply-add each way (a moving average) and uses the
 fastest, trying another again after a number of calls that doubles each time
@@ -40,7 +42,7 @@ import threading
 import time
 from typing import Optional
 
-from nbcluster.runtime import math_threads
+from nbcluster.runtime import blas_pool_gate, math_threads
 
 # Below this many multiply-adds OpenBLAS runs one thread by itself.
 MIN_MACS = 1 << 20
@@ -137,16 +139,22 @@ class WidthChooser:
         if self.way is None:
             self.way = SPLIT if split is not None else NARROW
         way, probing = self._pick(ways)
-        if way != WIDE:
+        # A split's way may be OpenBLAS's pool: the whole process's choice.
+        gate = blas_pool_gate.GATE if way == SPLIT else None
+        pool = gate is not None and gate.pool
+        narrowed = way == NARROW or way == SPLIT and not pool
+        if narrowed:
             _BLAS.enter()
         start = _clock()
         try:
-            return split(threads) if way == SPLIT else fn()
+            return split(threads) if way == SPLIT and not pool else fn()
         finally:
-            took = (_clock() - start) / macs
-            if way != WIDE:
+            seconds = _clock() - start
+            if narrowed:
                 _BLAS.leave()
-            self._learn(ways, way, took, probing)
+            if gate is not None:
+                gate.record(pool, seconds, macs)
+            self._learn(ways, way, seconds / macs, probing)
 
     def _pick(self, ways: tuple):
         """The way of this call, and whether it is a probe of another than the one in use."""

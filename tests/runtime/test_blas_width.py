@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nbcluster as tf
-from nbcluster.runtime import blas_width, math_threads
+from nbcluster.runtime import blas_pool_gate, blas_width, math_threads
 
 BIG = blas_width.MIN_MACS
 
@@ -26,6 +26,8 @@ def two_wide(monkeypatch):
     now = [0.0]
     monkeypatch.setattr(blas_width, "_clock", lambda: now[0])
     monkeypatch.setattr(math_threads, "current_threads", lambda: 2)
+    # the process's pool gate, its window of quiet never over: splits stay splits
+    monkeypatch.setattr(blas_pool_gate, "GATE", blas_pool_gate.PoolGate(clock=lambda: 0.0))
     with threadpool_limits(2):
         yield now
 
@@ -179,3 +181,19 @@ def test_a_split_is_left_only_for_a_clearly_faster_single_thread(two_wide):
     for _ in range(200):
         clear.call(_timed(two_wide, 0.5, 1.0, seen), BIG, _split_timed(two_wide, 1.5, seen))
     assert clear.way == blas_width.NARROW
+
+
+def test_a_split_runs_on_openblas_s_pool_while_the_process_s_gate_says_so(two_wide):
+    chooser, seen = blas_width.WidthChooser(), []
+    gate = blas_pool_gate.GATE
+    for _ in range(100):
+        chooser.call(_timed(two_wide, 0.5, 2.0, seen), BIG, _split_timed(two_wide, 1.0, seen))
+    assert chooser.way == blas_width.SPLIT and gate.cost[False] == pytest.approx(1.0 / BIG)
+    gate.pool = True  # as after a quiet window
+    seen.clear()
+    for _ in range(40):
+        chooser.call(_timed(two_wide, 0.5, 2.0, seen), BIG, _split_timed(two_wide, 1.0, seen))
+        assert _blas_threads() == [2]
+    assert seen.count(2) >= 38  # the calls ran at the pool's two threads, not split
+    assert chooser.way == blas_width.SPLIT  # the node's own choice is unchanged
+    assert gate.cost[True] == pytest.approx(0.5 / BIG)  # the gate timed them

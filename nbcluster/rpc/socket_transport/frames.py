@@ -24,6 +24,7 @@ Layout (little-endian; a connection carries one request at a time):
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import socket
@@ -250,22 +251,33 @@ def encode_batch(pairs: list, shared: Optional["shm.BlockPool"] = None) -> list:
     headers, payloads = [], []
     for key, value in pairs:
         arr = np.asarray(value)
-        enum = ENUM_BY_NP.get(arr.dtype.newbyteorder("<")) if arr.dtype.kind in "biufc" else None
-        raw = key.encode()
-        headers.append(_U32.pack(len(raw)) + raw)
+        named, enum, wire_dtype, spec = _tensor_head(key, arr.dtype, arr.shape)
         if enum is None:  # strings (and anything else TensorProto can say)
             pieces = encode_tensor(arr)
-            headers.append(_ENTRY.pack(1, encoded_size(pieces)))
+            headers += [named, _ENTRY.pack(1, encoded_size(pieces))]
             payloads += pieces
             continue
-        arr = np.asarray(arr, dtype=arr.dtype.newbyteorder("<"), order="C")
+        arr = np.asarray(arr, dtype=wire_dtype, order="C")
         form = 2 if shared is not None and shared.share(arr) else 0
-        headers += [_ENTRY.pack(form, arr.nbytes), _ARRAY.pack(enum, arr.ndim),
-                    struct.pack(f"<{arr.ndim}q", *arr.shape)]
+        headers += [named, _ENTRY.pack(form, arr.nbytes), spec]
         if arr.nbytes and form == 0:
             payloads.append(memoryview(arr.reshape(-1).view(np.uint8)))
     head = b"".join(headers)
     return [_BATCH.pack(b"B", len(pairs), len(head)) + head] + payloads
+
+
+@functools.lru_cache(maxsize=1024)
+def _tensor_head(key: str, dtype: np.dtype, shape: tuple) -> tuple:
+    """(the key's header bytes, TF's DataType enum or None, the little-endian
+    dtype, the dtype-and-shape header bytes): what a step's tensors repeat."""
+    raw = key.encode()
+    named = _U32.pack(len(raw)) + raw
+    wire_dtype = dtype.newbyteorder("<")
+    enum = ENUM_BY_NP.get(wire_dtype) if dtype.kind in "biufc" else None
+    if enum is None:
+        return named, None, None, b""
+    return named, enum, wire_dtype, _ARRAY.pack(enum, len(shape)) + \
+        struct.pack(f"<{len(shape)}q", *shape)
 
 
 def encode_error(error: errors.OpError) -> bytes:
@@ -291,7 +303,8 @@ def read_reply(reader: FrameReader):
     count, size = struct.unpack("<II", reader.exact(8))
     if size > _MAX_HEADERS or count > size:
         raise malformed(f"a batch of {count} tensors with {size} bytes of headers")
-    entries = _parse_headers(bytes(reader.exact(size)), count)
+    head = bytes(reader.exact(size))
+    entries = (_parse_repeated if size <= _REPEATED_HEAD else _parse_headers)(head, count)
     return [(key, _read_value(reader, form, nbytes, spec)) for key, form, nbytes, spec in entries]
 
 
@@ -303,7 +316,17 @@ def read_error(reader: FrameReader) -> tuple:
     return code, message, node or None
 
 
-def _parse_headers(head: bytes, count: int) -> list:
+# A step's batches repeat their headers byte for byte (the same keys, dtypes and
+# shapes every step): parsing one took ~20 µs for 4 tensors, a lookup ~0.2.
+_REPEATED_HEAD = 16 << 10  # larger headers are parsed each time (bounds the cache)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_repeated(head: bytes, count: int) -> tuple:
+    return _parse_headers(head, count)  # a malformed head raises: nothing is kept
+
+
+def _parse_headers(head: bytes, count: int) -> tuple:
     entries, at = [], 0
     try:
         for _ in range(count):
@@ -329,7 +352,7 @@ def _parse_headers(head: bytes, count: int) -> list:
             from None
     if at != len(head):
         raise malformed(f"{len(head) - at} stray bytes after {count} tensor headers")
-    return entries
+    return tuple(entries)
 
 
 def _numpy_dtype(enum: int, key: str) -> np.dtype:

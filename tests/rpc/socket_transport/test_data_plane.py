@@ -263,6 +263,27 @@ def test_a_malformed_reply_is_data_loss_naming_the_value():
             wire.read_reply(wire.FrameReader(b))
 
 
+def test_a_batch_sent_again_reads_its_own_values_and_a_bad_one_fails_each_time():
+    """A step's batches repeat their headers (their parse is remembered): each
+    still reads the values it carries, and a malformed header is never kept."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with a, b:
+        reader = wire.FrameReader(b)
+        for step in range(3):
+            batch = [("w", np.full((2, 3), step, np.float32)), ("s", np.int64(step)),
+                     ("names", np.array([b"a", b"b" * step], object))]
+            wire.send_all(a, wire.encode_batch(batch))
+            got = dict(wire.read_reply(reader))
+            assert got["w"].shape == (2, 3) and (got["w"] == step).all()
+            assert got["s"] == step and got["names"].tolist() == [b"a", b"b" * step]
+        bad = wire.encode_batch([("k", np.float32([1, 2]))])[0]
+        bad = bad.replace(b"\x01\x00\x00\x00\x01", b"\x63\x00\x00\x00\x01")  # enum 99
+        for _ in range(2):
+            a.sendall(bad)
+            with pytest.raises(errors.DataLossError, match="dtype enum 99 for tensor 'k'"):
+                wire.read_reply(wire.FrameReader(b))
+
+
 def test_grpc_only_when_turned_off(monkeypatch):
     monkeypatch.setenv(data_plane_client.ENV, "grpc")
     server = tf.distribute.Server(_spec(1), job_name="worker", task_index=0)
