@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 EPOCH = 32  # calls
 WARM = 4  # calls after a change of way, not timed: the pool's threads, or a helper, waking
@@ -44,7 +44,7 @@ class PoolGate:
     """`pool`: whether the next splittable call runs on OpenBLAS's pool; `record`
     each such call's time as it ran."""
 
-    def __init__(self, host_busy: Callable[[], float] = None,
+    def __init__(self, host_busy: Optional[Callable[[], float]] = None,
                  own_cpu: Callable[[], float] = time.process_time,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
