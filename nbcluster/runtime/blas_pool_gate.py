@@ -18,10 +18,11 @@ a time. The pool is tried only after `probe_after` split epochs (doubling each
 time the pool loses) and only while the host's other processes used less than
 `FREE_OTHERS` of a core over the last `WINDOW` seconds (the host's busy time,
 psutil's, less this process's own): a split's helpers still ran their share
-beside a CPU burner, and each probe there cost two 10-20 ms collapses. The pool stays while it costs under `GAIN` of the
-split per multiply-add; a second pool call in an epoch costing more than
-`COLLAPSE` times the split (`COLD_COLLAPSE` while the pool's threads wake) ends
-it at once (one alone is as likely a preemption or a collection as a load).
+beside a CPU burner, and each probe there cost two 10-20 ms collapses. The
+pool stays while it costs under `GAIN` of the split per multiply-add; a second
+pool call in an epoch costing more than `COLLAPSE` times the split
+(`COLD_COLLAPSE` while the pool's threads wake) ends it at once (one alone is
+as likely a preemption or a collection as a load).
 """
 from __future__ import annotations
 
@@ -82,8 +83,8 @@ class PoolGate:
                 self._end_epoch()
 
     def _end_epoch(self) -> None:
-        cost = self._seconds / self._macs if self._macs else self.cost[self.pool]
-        self.cost[self.pool] = cost
+        # at least EPOCH - WARM - 1 calls were timed: only one collapse is skipped
+        cost = self.cost[self.pool] = self._seconds / self._macs
         self._epochs += 1
         if self.pool:
             if cost >= GAIN * self.cost[False]:

@@ -139,21 +139,20 @@ class WidthChooser:
         if self.way is None:
             self.way = SPLIT if split is not None else NARROW
         way, probing = self._pick(ways)
-        # A split's way may be OpenBLAS's pool: the whole process's choice.
+        # A split may run on OpenBLAS's pool instead: the whole process's choice.
         gate = blas_pool_gate.GATE if way == SPLIT else None
-        pool = gate is not None and gate.pool
-        narrowed = way == NARROW or way == SPLIT and not pool
-        if narrowed:
+        runs = WIDE if gate is not None and gate.pool else way
+        if runs != WIDE:
             _BLAS.enter()
         start = _clock()
         try:
-            return split(threads) if way == SPLIT and not pool else fn()
+            return split(threads) if runs == SPLIT else fn()
         finally:
             seconds = _clock() - start
-            if narrowed:
+            if runs != WIDE:
                 _BLAS.leave()
             if gate is not None:
-                gate.record(pool, seconds, macs)
+                gate.record(runs == WIDE, seconds, macs)
             self._learn(ways, way, seconds / macs, probing)
 
     def _pick(self, ways: tuple):
