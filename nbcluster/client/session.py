@@ -17,8 +17,10 @@ from nbcluster.framework import default_session, dtypes
 from nbcluster.framework.graph import get_default_graph
 from nbcluster.framework.operation import Tensor
 from nbcluster.proto import config_pb2
+from nbcluster.rpc.codec.tensor_decoding import aligned_empty
 
 _CACHED_STRUCTURES = 256  # per session; the cache starts over past this
+_ALIGNED_COPY_BYTES = 1 << 20  # a fetched copy from here up starts on a 64-byte boundary
 
 
 class DeviceAttributes:
@@ -232,14 +234,22 @@ def _feed_value(tensor: Tensor, value, known: Optional[dict] = None) -> np.ndarr
 def _result(value):
     """A fetched value as TF returns it: numpy scalars for 0-d, writable arrays.
 
-    Values held by the runtime (variables, constants) or decoded in place from
-    a small message are read-only; the user gets a copy of those.
+    Values held by the runtime (variables, constants), decoded in place from a
+    small message or read in place from a shared-memory block are read-only; the
+    user gets a copy of those, a large one on a 64-byte boundary as the wire's
+    own arrays (for a small one that costs more than the copy).
     """
     if not isinstance(value, np.ndarray):
         return value
     if value.ndim == 0:
         return value[()] if value.dtype != object else value.item()
-    return value if value.flags.writeable else value.copy()
+    if value.flags.writeable:
+        return value
+    if value.nbytes < _ALIGNED_COPY_BYTES or value.dtype == object:
+        return value.copy()
+    copy = aligned_empty(value.shape, value.dtype)
+    np.copyto(copy, value)
+    return copy
 
 
 

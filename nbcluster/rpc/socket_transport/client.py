@@ -153,7 +153,9 @@ class DataPlanePeer:
                 # 0 would make the socket non-blocking: the reads' deadline decides
                 conn.sock.settimeout(None if timeout is None else max(timeout, 1e-3))
                 greeting, conn.hello = conn.hello, b""
-                wire.send_all(conn.sock, [greeting, *frame] if greeting else frame)
+                shared = conn.reader.shared  # blocks its arrays still read, if any, go first
+                held = wire.encode_held(shared.held()) if shared is not None else b""
+                wire.send_all(conn.sock, [greeting, held, *frame] if greeting or held else frame)
                 return conn
             except OSError:
                 conn.sock.close()

@@ -12,6 +12,9 @@ Layout (little-endian; a connection carries one request at a time):
               kind 2 (SINGLE): the one key (RecvTensor)
               kind 3 (RUN_GRAPH), 4 (RUN_STEP): nkeys is the length of the
               control bytes that follow; `calls` has the rest of those
+              kind 5 (HELD): nkeys u64 inode numbers instead of keys, the
+              shared-memory blocks (`shm_blocks`) the consumer still reads in
+              place; it goes just before a request, and only when there are any
     reply   = batch ... until every key came, or one error frame
     batch   = "B" u32 count, u32 headers_len, count * header, then the payloads in order
     header  = u32 key_len, key utf-8, u8 form, u64 nbytes, then for form 0:
@@ -40,8 +43,8 @@ from nbcluster.rpc.codec.tensor_encoding import encode_tensor, encoded_size
 from nbcluster.rpc.codec.tensor_values import BY_ENUM, ENUM_BY_NP
 from nbcluster.rpc.socket_transport import shm_blocks as shm
 
-STREAM, SINGLE, RUN_GRAPH, RUN_STEP = 1, 2, 3, 4
-_KINDS = (STREAM, SINGLE, RUN_GRAPH, RUN_STEP)
+STREAM, SINGLE, RUN_GRAPH, RUN_STEP, HELD = 1, 2, 3, 4, 5
+_KINDS = (STREAM, SINGLE, RUN_GRAPH, RUN_STEP, HELD)
 _MAGIC = b"NBDP"
 _REQUEST = struct.Struct("<4sBqdI")
 _BATCH = struct.Struct("<cII")
@@ -207,9 +210,18 @@ def encode_request_head(kind: int, step_id: int, count: int, timeout: Optional[f
     return _REQUEST.pack(_MAGIC, kind, step_id, -1.0 if timeout is None else timeout, count)
 
 
+def encode_held(inodes: tuple) -> bytes:
+    """The HELD frame naming the blocks `inodes`, or nothing when there are none."""
+    if not inodes:
+        return b""
+    return encode_request_head(HELD, 0, len(inodes), None) + \
+        struct.pack(f"<{len(inodes)}Q", *inodes)
+
+
 def read_request(reader: FrameReader) -> tuple:
     """(kind, step_id, keys, timeout) from the next request frame; for
-    RUN_GRAPH and RUN_STEP, `keys` is the control bytes (the caller reads the rest).
+    RUN_GRAPH and RUN_STEP, `keys` is the control bytes (the caller reads the
+    rest); for HELD, the blocks' inode numbers.
 
     Raises:
       ConnectionClosed: the peer closed the connection between requests.
@@ -226,6 +238,10 @@ def read_request(reader: FrameReader) -> tuple:
             raise malformed(f"a request of kind {kind} with {count} control bytes "
                             f"(at most {MAX_CONTROL})")
         return kind, step_id, bytes(reader.exact(count)), timeout
+    if kind == HELD:
+        if not 0 < count <= shm.MAX_HELD:
+            raise malformed(f"a HELD frame naming {count} blocks (1 to {shm.MAX_HELD})")
+        return kind, step_id, struct.unpack(f"<{count}Q", reader.exact(8 * count)), timeout
     if count > _MAX_KEYS or (kind == SINGLE and count != 1):
         raise malformed(f"{count} keys in a request of kind {kind}")
     keys = []

@@ -271,15 +271,21 @@ class DataPlaneServer:
             if not server_handshake(conn.sock, reader, self._token):  # before any request
                 return
             while not conn.gone:
+                held = frozenset()
                 try:
                     kind, step_id, keys, timeout = wire.read_request(reader)
+                    if kind == wire.HELD:  # blocks its arrays still read: not reused yet
+                        held = frozenset(keys)
+                        kind, step_id, keys, timeout = wire.read_request(reader)
+                        if kind == wire.HELD:
+                            raise wire.malformed("a HELD frame after a HELD frame")
                     if kind in calls.REQUESTS:  # keys: the control bytes; the feeds follow
                         keys = calls.read_request(reader, kind, step_id, keys)
                 except errors.DataLossError as e:
                     wire.send_all(conn.sock, [wire.encode_error(e)])
                     return  # the framing is lost: this connection cannot go on
                 if conn.shared is not None:
-                    conn.shared.reclaim()  # the consumer read the previous reply to its end
+                    conn.shared.reclaim(held)  # the consumer read the previous reply to its end
                 conn.step_id = step_id
                 self._answer(conn, kind, step_id, keys, timeout)
                 conn.step_id = None

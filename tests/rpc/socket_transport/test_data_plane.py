@@ -18,6 +18,7 @@ from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
 from nbcluster.rpc.socket_transport import client as data_plane_client
 from nbcluster.rpc.socket_transport import frames as wire
 from nbcluster.rpc.socket_transport import handshake as data_plane_handshake
+from nbcluster.rpc.socket_transport import shm_blocks as shm
 from nbcluster.runtime.step import CancellationManager
 
 pytestmark = pytest.mark.timeout(60)
@@ -149,6 +150,26 @@ def _round_trip_works(server, step_id: int = 99) -> None:
     server._worker._step_table.get(step_id).rendezvous.send(key, np.float32([1, 2]))
     value = data_plane_client.peer_for(_address(server)).recv_tensor(step_id, key, 5.0)
     np.testing.assert_array_equal(value, [1, 2])
+
+
+def test_a_large_tensor_read_in_place_is_not_overwritten_while_the_consumer_holds_it(servers):
+    producer = servers[1]
+    key, plane = _key(producer, "big"), data_plane_client.peer_for(_address(producer))
+    n = shm.IN_PLACE_BYTES // 4 * 2
+    values = {}
+    try:
+        for step in (31, 32):  # the second request would reuse the first's block if freed
+            producer._worker._step_table.get(step).rendezvous.send(
+                key, np.full(n, step, np.float32))
+            values[step] = plane.recv_tensor(step, key, 5.0)
+        assert not values[31].flags.writeable  # read in the producer's block
+        assert set(np.unique(values[31])) == {31.0} and set(np.unique(values[32])) == {32.0}
+        values.clear()  # freed: the next request lets the producer reuse the blocks
+        producer._worker._step_table.get(33).rendezvous.send(key, np.full(n, 33, np.float32))
+        assert set(np.unique(plane.recv_tensor(33, key, 5.0))) == {33.0}
+    finally:
+        for step in (31, 32, 33):
+            producer._worker.cleanup_graph(step)
 
 
 def test_cancelling_a_step_ends_the_wait_on_both_sides(servers):

@@ -189,3 +189,96 @@ def test_memory_kept_for_reuse_is_bounded_and_huge_tensors_keep_the_socket(monke
         pool.close()
         a.close()
         b.close()
+
+
+def _big(value: float) -> np.ndarray:
+    return np.full(shm.IN_PLACE_BYTES // 4 + 16, value, np.float32)
+
+
+def test_a_large_tensor_is_read_in_place_and_held_until_its_last_view_is_freed():
+    a, b, reader = _pair()
+    lender = shm.BlockPool().lender()
+    try:
+        _send(a, lender, [("x", _big(1.0).reshape(2, -1))])
+        (_, got), = wire.read_reply(reader)
+        block = lender._lent[0]
+        assert got.shape == (2, _big(1.0).size // 2) and set(np.unique(got)) == {1.0}
+        assert not got.flags.writeable  # the producer's block, not a copy
+        assert reader.shared.held() == (block.ino,)
+        part = got[1, 3:]
+        del got
+        assert reader.shared.held() == (block.ino,)  # a view still reads the block
+        del part
+        assert reader.shared.held() == ()
+    finally:
+        lender.close()
+        a.close()
+        b.close()
+
+
+def test_a_held_frame_keeps_its_blocks_from_reuse_and_the_rest_go_back():
+    a, b, reader = _pair()
+    pool = shm.BlockPool()
+    lender = pool.lender()
+    try:
+        _send(a, lender, [("x", _big(1.0)), ("y", _big(2.0))])
+        got = dict(wire.read_reply(reader))
+        kept, freed = lender._lent
+        del got["y"]
+        # what the consumer's next request carries, as the producer reads it
+        a.sendall(wire.encode_held(reader.shared.held()))
+        kind, _, inodes, _ = wire.read_request(wire.FrameReader(b))
+        assert kind == wire.HELD and inodes == (kept.ino,)
+        lender.reclaim(frozenset(inodes))
+        assert lender._lent == [kept] and pool._free == [freed]
+        _send(a, lender, [("z", _big(3.0))])  # takes the freed block, never the held one
+        (_, third), = wire.read_reply(reader)
+        assert lender._lent == [kept, freed]
+        assert set(np.unique(got["x"])) == {1.0} and set(np.unique(third)) == {3.0}
+        assert wire.encode_held(()) == b""  # nothing held: no frame
+    finally:
+        lender.close()
+        pool.close()
+        a.close()
+        b.close()
+
+
+def test_a_block_whose_size_is_not_sealed_is_copied_out():
+    a, b, reader = _pair()
+    lender = shm.BlockPool().lender()
+    value = _big(4.0)
+    unsealed = os.memfd_create("nbcluster-test", os.MFD_CLOEXEC)
+    try:
+        os.write(unsealed, value.tobytes())
+        pieces = wire.encode_batch([("x", value)], lender)
+        lender.take_fds()
+        wire.send_all(a, pieces, [unsealed])
+        (_, got), = wire.read_reply(reader)
+        assert got.flags.writeable and set(np.unique(got)) == {4.0}
+        assert reader.shared.held() == ()
+    finally:
+        os.close(unsealed)
+        lender.close()
+        a.close()
+        b.close()
+
+
+def test_blocks_lent_on_a_connection_that_ends_are_never_reused():
+    pool = shm.BlockPool()
+    lender = pool.lender()
+    assert lender.share(_big(1.0))
+    block = lender._lent[0]
+    lender.close()  # its consumer may still read the block in place
+    assert pool._free == [] and block.map.closed
+    pool.close()
+
+
+def test_a_held_frame_naming_no_blocks_is_malformed():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        a.sendall(wire.encode_request_head(wire.HELD, 0, 0, None))
+        with pytest.raises(Exception, match="HELD frame naming 0 blocks"):
+            wire.read_request(wire.FrameReader(b))
+    finally:
+        a.close()
+        b.close()
