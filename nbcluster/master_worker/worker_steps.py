@@ -11,8 +11,10 @@ from __future__ import annotations
 import collections
 import functools
 import threading
+import weakref
 from typing import Callable, Optional
 
+from nbcluster import errors
 from nbcluster.master_worker.rendezvous import StepRendezvous
 from nbcluster.master_worker.worker_session import WorkerSession
 from nbcluster.runtime.step import CancellationManager
@@ -27,7 +29,11 @@ class Step:
     change; anyone may read them."""
 
     def __init__(self, step_id: int, remote_recv: Callable) -> None:
-        self.rendezvous = StepRendezvous(step_id, functools.partial(remote_recv, self))
+        # The rendezvous reaches its step weakly: a cycle kept a finished step's
+        # received tensors until the cyclic GC ran, and with them any shared-memory
+        # block read in place, which its producer then could not reuse.
+        self.rendezvous = StepRendezvous(
+            step_id, functools.partial(_remote_recv, weakref.ref(self), remote_recv))
         self.session: Optional[WorkerSession] = None  # set by its first RunGraph here
         self.cancellations: list[CancellationManager] = []
         self.running = 0
@@ -37,6 +43,13 @@ class Step:
     @property
     def finished(self) -> bool:
         return self.running == 0 and self.unfetched <= 0
+
+
+def _remote_recv(step_ref: "weakref.ref", remote_recv: Callable, step_id: int, key: str, ctx):
+    step = step_ref()
+    if step is None:  # no RunGraph holds it: whatever still asks was abandoned
+        raise errors.CancelledError(None, None, f"Step {step_id} ended before {key!r} came")
+    return remote_recv(step, step_id, key, ctx)
 
 
 class StepTable:

@@ -8,11 +8,12 @@ from nbcluster import errors
 from nbcluster.master_worker.worker_session import WorkerSession
 from nbcluster.master_worker.worker_steps import StepTable
 from nbcluster.runtime.resources import ResourceMgr
-from nbcluster.runtime.step import CancellationManager
+from nbcluster.runtime.step import CancellationManager, StepContext
 
 pytestmark = pytest.mark.timeout(30)
 
 SESSION = WorkerSession(("w", 0), {}, ResourceMgr(), False, None)
+KEY = "/job:ps/replica:0/task:0/device:CPU:0;1;/job:w/replica:0/task:0/device:CPU:0;w:0;0:0"
 
 
 def _table() -> StepTable:
@@ -58,3 +59,35 @@ def test_cleanup_ends_a_step_and_a_late_run_graph_fails_at_once():
     assert again is not step and late.error is error and again.rendezvous.error is error
     assert table.end(99, error) is None  # a step never seen: remembered, nothing to wake
     assert table.get(99).rendezvous.error is error
+
+
+def test_a_finished_step_and_the_tensors_it_received_are_freed_without_the_cyclic_gc():
+    import gc
+    import weakref
+
+    import numpy as np
+
+    asked = []
+    table = StepTable(lambda step, step_id, key, ctx: asked.append((step, key)) or
+                      np.ones(3, np.float32))
+    gc.disable()  # what frees them must be their reference counts alone
+    try:
+        step = table.claim(7, SESSION, CancellationManager(), remote_sends=0)
+        received = np.zeros(4, np.float32)
+        step.rendezvous.add_stream([KEY], iter([[(KEY, received)]]), lambda batch: batch)
+        ctx = StepContext(7, ResourceMgr(), "w", step.rendezvous)  # a Recv pulls the stream
+        assert step.rendezvous.recv_local(KEY, ctx) is received
+        del ctx
+        fetch = step.rendezvous._remote_recv  # what a Recv of a peer's tensor calls
+        assert fetch(7, KEY, None).tolist() == [1, 1, 1]
+        assert asked == [(step, KEY)]  # the step itself reaches the kernel
+        asked.clear()
+        freed = weakref.ref(step), weakref.ref(step.rendezvous), weakref.ref(received)
+        table.release(7, step)
+        del step, received
+        assert [ref() is None for ref in freed] == [True, True, True]
+    finally:
+        gc.enable()
+    # whatever still holds a freed step's fetch cannot fetch for it
+    with pytest.raises(errors.CancelledError, match="Step 7 ended"):
+        fetch(7, KEY, None)
