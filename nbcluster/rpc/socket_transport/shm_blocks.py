@@ -48,7 +48,7 @@ _KEEP_FREE_BYTES = 256 << 20  # ... up to this many bytes in all
 _KEEP_MAPPED = 8  # blocks a consumer process keeps mapped, the most recently used ...
 _KEEP_MAPPED_BYTES = 256 << 20  # ... up to this many bytes in all
 # From here up a consumer reads a tensor in its block: a 64 MiB pull went from 2.4 to
-# 6.3 GB/s. Smaller ones are copied out (the MLP's 0.8 MB showed no gain in place).
+# 6.3 GB/s. Smaller ones are copied out (the MLP's 0.8 MB tied in place: docs/performance.md).
 IN_PLACE_BYTES = 4 << 20
 _SIZE_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 MAX_HELD = 1 << 16  # blocks one HELD frame may name
