@@ -282,3 +282,69 @@ def test_a_held_frame_naming_no_blocks_is_malformed():
     finally:
         a.close()
         b.close()
+
+
+# A worker keeps a pulled 8 MiB tensor in a queue of its own (read in place, so its
+# block stays held) while it pulls the ps's changed values again and again, and
+# still reads it after the ps died by SIGKILL.
+_KEEPING_WORKER = """
+import json, sys
+import numpy as np
+import nbcluster as tf
+cluster = json.loads(sys.argv[1])
+server = tf.distribute.Server(cluster, job_name="worker", task_index=0)
+n = 2 * 2 ** 20
+with tf.Graph().as_default():
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(tf.zeros([n]), name="blob")
+        bump = v.assign_add(tf.ones([n]))
+    with tf.device("/job:worker/task:0"):
+        kept = tf.FIFOQueue(1, [tf.float32], shapes=[[n]])
+        keep = kept.enqueue(tf.identity(v))  # the received array itself
+        pulled = tf.reduce_sum(tf.identity(v))
+        taken = tf.reduce_sum(kept.dequeue())
+    with tf.Session(server.target) as sess:
+        sess.run(v.initializer)
+        sess.run(bump)
+        sess.run(keep)  # kept: all ones
+        sums = []
+        for _ in range(4):
+            sess.run(bump)
+            sums.append(float(sess.run(pulled)))
+        print(json.dumps(sums), flush=True)
+        sys.stdin.readline()  # the ps is killed meanwhile
+        print(json.dumps(float(sess.run(taken))), flush=True)
+"""
+
+
+@pytest.mark.timeout(TIMEOUT_S * 2)
+def test_a_tensor_a_worker_keeps_stays_its_own_while_pulls_go_on_and_after_the_ps_dies():
+    ports = free_ports(2)
+    cluster = json.dumps({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env.pop("NBCLUSTER_DATA_PLANE", None)
+    env.pop("NBCLUSTER_DATA_PLANE_SHM", None)
+    procs = []
+    try:
+        ps = subprocess.Popen([sys.executable, "-c", _PS, cluster], env=env,
+                              stdout=subprocess.PIPE, text=True)
+        procs.append(ps)
+        assert ps.stdout.readline().strip() == "ready"
+        worker = subprocess.Popen([sys.executable, "-c", _KEEPING_WORKER, cluster], env=env,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        procs.append(worker)
+        n = 2 * 2 ** 20
+        assert json.loads(worker.stdout.readline()) == [k * n for k in (2, 3, 4, 5)]
+        os.kill(ps.pid, signal.SIGKILL)
+        assert wait_gone([ps.pid]) == []
+        worker.stdin.write("go\n")
+        worker.stdin.flush()
+        assert json.loads(worker.stdout.readline()) == n
+    finally:
+        kill_pids([p.pid for p in procs if p.poll() is None])
+        for p in procs:
+            p.wait()
+            p.stdout.close()
+            if p.stdin:
+                p.stdin.close()
