@@ -213,19 +213,21 @@ class Received:
 
     def __init__(self) -> None:
         self.fds: collections.deque = collections.deque()
+        # Only the thread using the connection touches `_held`; a finalizer, which
+        # runs on whichever thread frees the last view (inside a GC pass, perhaps
+        # while that thread is in here), only appends to `_let_go` (atomic), so no
+        # lock is taken where a finalizer could find it held.
         self._held: collections.Counter = collections.Counter()
-        self._held_lock = threading.Lock()  # finalizers run on whichever thread frees
+        self._let_go: collections.deque = collections.deque()
 
     def held(self) -> tuple:
         """The blocks some array still reads in place: the next request's HELD frame."""
-        with self._held_lock:
-            return tuple(self._held)
-
-    def _let_go(self, ino: int) -> None:
-        with self._held_lock:
+        while self._let_go:
+            ino = self._let_go.popleft()
             self._held[ino] -= 1
             if self._held[ino] <= 0:
                 del self._held[ino]
+        return tuple(self._held)
 
     def add(self, ancdata: list, flags: int) -> None:
         for level, kind, data in ancdata:
@@ -254,9 +256,8 @@ class Received:
             # numpy makes `flat` the base of every view taken from it, so its
             # finalizer runs once the last array reading the block is gone
             flat = np.frombuffer(block, dtype, nbytes // dtype.itemsize)
-            with self._held_lock:
-                self._held[ino] += 1
-            weakref.finalize(flat, self._let_go, ino)
+            self._held[ino] += 1
+            weakref.finalize(flat, self._let_go.append, ino)
             return flat.reshape(shape)
         arr = out_factory(shape, dtype)
         if nbytes:
