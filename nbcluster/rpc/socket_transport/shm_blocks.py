@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import array
 import collections
-import fcntl
 import mmap
 import os
 import socket
@@ -38,6 +37,11 @@ from typing import Optional
 import numpy as np
 
 from nbcluster import errors
+
+try:
+    import fcntl
+except ImportError:  # not a POSIX host: no memfd either, so no blocks
+    fcntl = None
 
 MIN_BYTES = 512 << 10  # smaller tensors go through the socket (a PS MLP's 800 KB weights gain)
 # Larger ones too: a block is a second copy of its tensor, kept for reuse.
@@ -50,14 +54,16 @@ _KEEP_MAPPED_BYTES = 256 << 20  # ... up to this many bytes in all
 # From here up a consumer reads a tensor in its block: a 64 MiB pull went from 2.4 to
 # 6.3 GB/s. Smaller ones are copied out (the MLP's 0.8 MB tied in place: docs/performance.md).
 IN_PLACE_BYTES = 4 << 20
-_SIZE_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+_SIZE_SEALS = sum(getattr(fcntl, name, 0) for name in
+                  ("F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_SEAL"))
 MAX_HELD = 1 << 16  # blocks one HELD frame may name
 FD_SPACE = socket.CMSG_SPACE(MAX_PER_BATCH * array.array("i").itemsize)
 
 
 def enabled() -> bool:
     """Whether this process sends large tensors through blocks."""
-    return hasattr(os, "memfd_create") and os.environ.get("NBCLUSTER_DATA_PLANE_SHM") != "0"
+    return hasattr(os, "memfd_create") and hasattr(fcntl, "F_ADD_SEALS") and \
+        os.environ.get("NBCLUSTER_DATA_PLANE_SHM") != "0"
 
 
 class _Block:
@@ -280,7 +286,7 @@ def _size_sealed(fd: int) -> bool:
     make a mapping fault): only then is it read in place."""
     try:
         return fcntl.fcntl(fd, fcntl.F_GET_SEALS) & _SIZE_SEALS == _SIZE_SEALS
-    except OSError:
+    except (OSError, AttributeError):  # AttributeError: no seals on this host
         return False
 
 
