@@ -3,6 +3,7 @@ memfd blocks whose descriptors travel beside the frames; nothing is left in /dev
 even when the tasks die by SIGKILL."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -106,14 +107,15 @@ server = tf.distribute.Server(cluster, job_name="ps", task_index=0)
 print("ready", flush=True)
 server.join()
 """
-_WORKER = """
+_WORKER_HEAD = """
 import json, sys
 import numpy as np
 import nbcluster as tf
 cluster = json.loads(sys.argv[1])
 server = tf.distribute.Server(cluster, job_name="worker", task_index=0)
 n = 2 * 2 ** 20
-with tf.Graph().as_default():
+"""
+_WORKER = _WORKER_HEAD + """with tf.Graph().as_default():
     with tf.device("/job:ps/task:0"):
         v = tf.Variable(tf.range(n, dtype=tf.float32) * 0.5, name="blob")
     with tf.device("/job:worker/task:0"):
@@ -132,31 +134,26 @@ def _shm_names() -> set:
     return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
 
 
-@pytest.mark.timeout(TIMEOUT_S * 2)
-def test_tasks_killed_by_sigkill_leave_nothing_in_dev_shm():
+@contextlib.contextmanager
+def _ps_and_worker(worker_script: str):
+    """A ps process serving, then a worker process running `worker_script` (both
+    with the data plane and its blocks on): yields (ps, worker); kills what is left."""
     ports = free_ports(2)
     cluster = json.dumps({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     env.pop("NBCLUSTER_DATA_PLANE", None)
     env.pop("NBCLUSTER_DATA_PLANE_SHM", None)
-    before = _shm_names()
     procs = []
     try:
         ps = subprocess.Popen([sys.executable, "-c", _PS, cluster], env=env,
                               stdout=subprocess.PIPE, text=True)
         procs.append(ps)
         assert ps.stdout.readline().strip() == "ready"
-        worker = subprocess.Popen([sys.executable, "-c", _WORKER, cluster], env=env,
+        worker = subprocess.Popen([sys.executable, "-c", worker_script, cluster], env=env,
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         procs.append(worker)
-        report = json.loads(worker.stdout.readline())
-        assert report == {"ok": [True, True, True], "memfd": True}
-        # Killed while the worker still maps the blocks and the ps keeps them for reuse.
-        for p in procs:
-            os.kill(p.pid, signal.SIGKILL)
-        assert wait_gone([p.pid for p in procs]) == []
-        assert _shm_names() - before == set()
+        yield ps, worker
     finally:
         kill_pids([p.pid for p in procs if p.poll() is None])
         for p in procs:
@@ -164,6 +161,19 @@ def test_tasks_killed_by_sigkill_leave_nothing_in_dev_shm():
             p.stdout.close()
             if p.stdin:
                 p.stdin.close()
+
+
+@pytest.mark.timeout(TIMEOUT_S * 2)
+def test_tasks_killed_by_sigkill_leave_nothing_in_dev_shm():
+    before = _shm_names()
+    with _ps_and_worker(_WORKER) as (ps, worker):
+        report = json.loads(worker.stdout.readline())
+        assert report == {"ok": [True, True, True], "memfd": True}
+        # Killed while the worker still maps the blocks and the ps keeps them for reuse.
+        for p in (ps, worker):
+            os.kill(p.pid, signal.SIGKILL)
+        assert wait_gone([ps.pid, worker.pid]) == []
+        assert _shm_names() - before == set()
 
 
 def test_memory_kept_for_reuse_is_bounded_and_huge_tensors_keep_the_socket(monkeypatch):
@@ -287,14 +297,7 @@ def test_a_held_frame_naming_no_blocks_is_malformed():
 # A worker keeps a pulled 8 MiB tensor in a queue of its own (read in place, so its
 # block stays held) while it pulls the ps's changed values again and again, and
 # still reads it after the ps died by SIGKILL.
-_KEEPING_WORKER = """
-import json, sys
-import numpy as np
-import nbcluster as tf
-cluster = json.loads(sys.argv[1])
-server = tf.distribute.Server(cluster, job_name="worker", task_index=0)
-n = 2 * 2 ** 20
-with tf.Graph().as_default():
+_KEEPING_WORKER = _WORKER_HEAD + """with tf.Graph().as_default():
     with tf.device("/job:ps/task:0"):
         v = tf.Variable(tf.zeros([n]), name="blob")
         bump = v.assign_add(tf.ones([n]))
@@ -319,32 +322,11 @@ with tf.Graph().as_default():
 
 @pytest.mark.timeout(TIMEOUT_S * 2)
 def test_a_tensor_a_worker_keeps_stays_its_own_while_pulls_go_on_and_after_the_ps_dies():
-    ports = free_ports(2)
-    cluster = json.dumps({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    env.pop("NBCLUSTER_DATA_PLANE", None)
-    env.pop("NBCLUSTER_DATA_PLANE_SHM", None)
-    procs = []
-    try:
-        ps = subprocess.Popen([sys.executable, "-c", _PS, cluster], env=env,
-                              stdout=subprocess.PIPE, text=True)
-        procs.append(ps)
-        assert ps.stdout.readline().strip() == "ready"
-        worker = subprocess.Popen([sys.executable, "-c", _KEEPING_WORKER, cluster], env=env,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        procs.append(worker)
-        n = 2 * 2 ** 20
+    n = 2 * 2 ** 20
+    with _ps_and_worker(_KEEPING_WORKER) as (ps, worker):
         assert json.loads(worker.stdout.readline()) == [k * n for k in (2, 3, 4, 5)]
         os.kill(ps.pid, signal.SIGKILL)
         assert wait_gone([ps.pid]) == []
         worker.stdin.write("go\n")
         worker.stdin.flush()
         assert json.loads(worker.stdout.readline()) == n
-    finally:
-        kill_pids([p.pid for p in procs if p.poll() is None])
-        for p in procs:
-            p.wait()
-            p.stdout.close()
-            if p.stdin:
-                p.stdin.close()
