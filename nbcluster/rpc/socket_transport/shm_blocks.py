@@ -161,8 +161,8 @@ class Lender:
         """The previous reply was read to its end: its blocks may be reused, except
         those the consumer still reads in place (`held`: their inode numbers)."""
         lent, self._unsent = self._lent, []
-        self._lent = [block for block in lent if block.ino in held] if held else []
-        back = [block for block in lent if block.ino not in held] if held else lent
+        self._lent = [block for block in lent if block.ino in held]
+        back = [block for block in lent if block.ino not in held]
         if back:
             self._pool.give_back(back)
 
