@@ -12,7 +12,8 @@ and the graphs below are the same code for both. Roles:
 - `serve`: a one-task cluster's server only (for `client`).
 - `client`: `tf.Session("grpc://...")` of a `serve` process: the tiny run.
 - `start`: in a warm process (library imported, one local run done), the
-  time from `tf.train.Server(...)` to the first result through it.
+  time from `tf.train.Server(...)` to the first result through it, and the
+  wall-clock time of that result (the parent knows when it spawned us).
 
 Every process prints exactly one JSON line of results on stdout (a ps or a
 serving task prints its readiness line and then blocks until killed).
@@ -218,7 +219,8 @@ def _start(tf, address: str) -> dict:
         with tf.Session(server.target) as s:
             s.run(y, feed)
         took, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return {"ms": took * 1e3, "cpu_ms": cpu * 1e3, "server": server}
+        first_result_at = time.time()
+    return {"ms": took * 1e3, "cpu_ms": cpu * 1e3, "at": first_result_at, "server": server}
 
 
 def main() -> None:
@@ -260,6 +262,7 @@ def main() -> None:
     elif args.role == "start":
         started = _start(tf, args.target)
         result["start_ms"], result["start_cpu_ms"] = started["ms"], started["cpu_ms"]
+        result["first_result_at"] = started["at"]
     print(json.dumps(result), flush=True)
     sys.stdout.flush()
     os._exit(0)  # a TF server cannot be stopped; nothing is left to flush
