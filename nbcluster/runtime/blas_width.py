@@ -110,6 +110,17 @@ def _find_setters() -> list:
 _BLAS = _Blas()
 
 
+def one_thread_call(fn, *args):
+    """fn(*args) with the process's BLAS pools at one thread, put back after."""
+    if math_threads.current_threads() <= 1:
+        return fn(*args)
+    _BLAS.enter()
+    try:
+        return fn(*args)
+    finally:
+        _BLAS.leave()
+
+
 # The ways a call can run: one BLAS thread; the process's BLAS threads
 # (OpenBLAS's own pool); blocks on our own threads, one BLAS thread each.
 NARROW, WIDE, SPLIT = 0, 1, 2
