@@ -111,29 +111,44 @@ def test_grpc_is_first_imported_with_the_package_s_settings(entry):
     assert result["seen"] == result["final"], f"{entry!r} loaded grpc too early: {result}"
 
 
+# In a child: it closes gRPC channels that clients still hold, and should gRPC's core
+# ever crash over that, the crash fails this test instead of ending the test run.
+_FORGOTTEN = """
+import pytest
+import nbcluster as tf
+from nbcluster.launch import free_ports
+from nbcluster.rpc.grpc_transport import channels
+from nbcluster.rpc.grpc_transport.master_client import GrpcMasterClient
+from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
+address = f"127.0.0.1:{free_ports(1)[0]}"  # nothing listens there
+old = channels.channel(address)
+worker, master = GrpcWorkerClient(address), GrpcMasterClient(address)
+channels.forget(address)
+with pytest.raises(tf.errors.UnavailableError, match=f"worker {address} .*closed"):
+    worker.get_status(1.0)
+with pytest.raises(tf.errors.UnavailableError, match=f"worker {address} .*closed"):
+    worker.run_graph("s", "g", 1, {}, [], 1.0, False, False)
+with pytest.raises(tf.errors.UnavailableError, match=f"grpc://{address} .*closed"):
+    master.create_session([])
+with pytest.raises(tf.errors.UnavailableError, match=f"grpc://{address} .*closed"):
+    master.run_step("h", {}, [], [])
+# a new client gets a new channel: refused by the address, not closed
+assert channels.channel(address) is not old
+with pytest.raises(tf.errors.UnavailableError) as refused:
+    GrpcWorkerClient(address).get_status(2.0)
+assert "closed" not in str(refused.value)
+channels.forget(address)
+print("every call failed as it should")
+"""
+
+
 def test_a_client_on_a_forgotten_channel_raises_unavailable_naming_the_task():
     """A client holding a channel `channels.forget` closed gets an OpError, not
     gRPC's ValueError("Cannot invoke RPC on closed channel!")."""
-    import nbcluster as tf
-    from nbcluster.launch import free_ports
-    from nbcluster.rpc.grpc_transport import channels
-    from nbcluster.rpc.grpc_transport.master_client import GrpcMasterClient
-    from nbcluster.rpc.grpc_transport.worker_client import GrpcWorkerClient
-    address = f"127.0.0.1:{free_ports(1)[0]}"  # nothing listens there
-    old = channels.channel(address)
-    worker, master = GrpcWorkerClient(address), GrpcMasterClient(address)
-    channels.forget(address)
-    with pytest.raises(tf.errors.UnavailableError, match=f"worker {address} .*closed"):
-        worker.get_status(1.0)
-    with pytest.raises(tf.errors.UnavailableError, match=f"worker {address} .*closed"):
-        worker.run_graph("s", "g", 1, {}, [], 1.0, False, False)
-    with pytest.raises(tf.errors.UnavailableError, match=f"grpc://{address} .*closed"):
-        master.create_session([])
-    with pytest.raises(tf.errors.UnavailableError, match=f"grpc://{address} .*closed"):
-        master.run_step("h", {}, [], [])
-    # a new client gets a new channel: refused by the address, not closed
-    assert channels.channel(address) is not old
-    with pytest.raises(tf.errors.UnavailableError) as refused:
-        GrpcWorkerClient(address).get_status(2.0)
-    assert "closed" not in str(refused.value)
-    channels.forget(address)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT.parent),
+                                                      env.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, "-c", _FORGOTTEN], env=env, capture_output=True,
+                          text=True, timeout=90)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "every call failed as it should"
