@@ -91,6 +91,7 @@ def test_sgd_on_a_large_variable_updates_it_through_blas(openblas, monkeypatch):
 
 def test_a_routine_that_does_not_compute_axpy_is_not_used(openblas):
     blas_axpy.axpy(-1.0, np.ones(N, np.float32), np.ones(N, np.float32))  # loads the routines
+    assert set(blas_axpy._routines) == {np.dtype(np.float32), np.dtype(np.float64)}
     for dtype, routine in blas_axpy._routines.items():
         assert blas_axpy._agrees(routine, dtype)
     assert not blas_axpy._agrees(lambda n, alpha, x, incx, y, incy: None, np.dtype(np.float32))
