@@ -68,26 +68,22 @@ def _find() -> dict:
         from threadpoolctl import ThreadpoolController
     except ImportError:
         return {}
-    for lib in ThreadpoolController().select(internal_api="openblas").lib_controllers:
-        symbol = getattr(lib, "_get_symbol", None)
-        if symbol is None:
-            return {}
-        config = symbol("openblas_get_config")
-        if config is None:
-            return {}
-        config.restype = ctypes.c_char_p
-        integer = ctypes.c_int64 if b"USE64BITINT" in (config() or b"") else ctypes.c_int
-        out = {}
-        for dtype, name, real in ((np.dtype(np.float32), "cblas_saxpy", ctypes.c_float),
-                                  (np.dtype(np.float64), "cblas_daxpy", ctypes.c_double)):
-            fn = symbol(name)
-            if fn is not None:
-                fn.restype = None
-                fn.argtypes = [integer, real, ctypes.c_void_p, integer, ctypes.c_void_p,
-                               integer]
-                out[dtype] = fn
-        return out
-    return {}
+    libs = ThreadpoolController().select(internal_api="openblas").lib_controllers
+    symbol = getattr(libs[0], "_get_symbol", None) if libs else None  # any OpenBLAS will do
+    config = symbol("openblas_get_config") if symbol is not None else None
+    if config is None:
+        return {}
+    config.restype = ctypes.c_char_p
+    integer = ctypes.c_int64 if b"USE64BITINT" in (config() or b"") else ctypes.c_int
+    out = {}
+    for dtype, name, real in ((np.dtype(np.float32), "cblas_saxpy", ctypes.c_float),
+                              (np.dtype(np.float64), "cblas_daxpy", ctypes.c_double)):
+        fn = symbol(name)
+        if fn is not None:
+            fn.restype = None
+            fn.argtypes = [integer, real, ctypes.c_void_p, integer, ctypes.c_void_p, integer]
+            out[dtype] = fn
+    return out
 
 
 def _agrees(fn, dtype) -> bool:
